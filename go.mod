@@ -3,14 +3,18 @@ module github.com/ovstage-go/ovstage
 go 1.26.8
 
 require (
-	github.com/go-python/gopy v0.5.0 // indirect
+	github.com/go-python/gopy v0.5.0
+	github.com/stretchr/testify v1.12.1
+	golang.org/x/tools v0.52.0
+)
+
+require (
 	github.com/gonuts/commander v0.1.0 // indirect
 	github.com/gonuts/flag v0.1.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/telemetry v0.0.0-20261009151841-97e8ea77aa2a // indirect
-	golang.org/x/tools v0.52.0 // indirect
 )

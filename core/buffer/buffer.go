@@ -1,0 +1,72 @@
+// Package buffer holds payload bytes in C memory with an atomic reference count. Columns, read
+// groups and exported DLPack tensors each hold a reference to the buffer version they view, so
+// a view never dangles and never changes under its reader (writers copy when shared).
+package buffer
+
+/*
+#include <stdlib.h>
+#include "ovs_buffer.h"
+ovs_buffer* ovs_buffer_new(size_t size);
+int64_t ovs_buffer_live_count(void);
+int64_t ovs_buffer_live_bytes(void);
+static void ovs_retain(ovs_buffer* b) { ovs_buffer_retain(b); }
+static void ovs_release(ovs_buffer* b) { ovs_buffer_release(b); }
+static int64_t ovs_refs(ovs_buffer* b) { return ovs_buffer_refs(b); }
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/ovstage-go/ovstage/core/status"
+)
+
+// Buffer is one reference to a C-allocated payload. The zero value is not usable.
+type Buffer struct{ b *C.ovs_buffer }
+
+// New allocates a zero-filled buffer of size bytes holding one reference.
+func New(size int) (Buffer, error) {
+	if size < 0 {
+		return Buffer{}, status.Errorf(status.InvalidArgument, "buffer size %d is negative", size)
+	}
+	b := C.ovs_buffer_new(C.size_t(size))
+	if b == nil {
+		return Buffer{}, status.Errorf(status.OutOfMemory, "cannot allocate %d bytes", size)
+	}
+	return Buffer{b: b}, nil
+}
+
+// Valid reports whether the buffer refers to memory.
+func (b Buffer) Valid() bool { return b.b != nil }
+
+// Data is the payload address (64-byte aligned).
+func (b Buffer) Data() unsafe.Pointer { return b.b.data }
+
+// Size is the payload size in bytes.
+func (b Buffer) Size() int { return int(b.b.size) }
+
+// Bytes views the payload as a Go slice (C memory; valid while a reference is held).
+func (b Buffer) Bytes() []byte {
+	if b.b.size == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(b.b.data), int(b.b.size))
+}
+
+// Retain adds a reference and returns the same buffer for convenience.
+func (b Buffer) Retain() Buffer { C.ovs_retain(b.b); return b }
+
+// Release drops one reference; the memory is freed with the last one.
+func (b Buffer) Release() { C.ovs_release(b.b) }
+
+// Refs is the current reference count (a snapshot).
+func (b Buffer) Refs() int64 { return int64(C.ovs_refs(b.b)) }
+
+// Raw is the C header address, for C code that retains/releases the buffer itself.
+func (b Buffer) Raw() unsafe.Pointer { return unsafe.Pointer(b.b) }
+
+// LiveCount is the number of buffers not yet freed in the process (diagnostics and leak tests).
+func LiveCount() int64 { return int64(C.ovs_buffer_live_count()) }
+
+// LiveBytes is the payload bytes of buffers not yet freed.
+func LiveBytes() int64 { return int64(C.ovs_buffer_live_bytes()) }

@@ -1,0 +1,129 @@
+package core
+
+import (
+	"github.com/ovstage-go/ovstage/core/status"
+	"github.com/ovstage-go/ovstage/dlpack"
+)
+
+// Attribute semantics with layout rules (spec §1.4).
+const (
+	SemanticNone                 int32 = 0
+	SemanticAssetPathID          int32 = 1
+	SemanticTokenID              int32 = 2
+	SemanticPathExpressionString int32 = 3
+	SemanticRelationshipPathID   int32 = 4
+	SemanticConnectionPathID     int32 = 12
+	SemanticString               int32 = 13
+	maxSemantic                  int32 = 15
+)
+
+// Built-in attribute names (spec §1.6).
+const (
+	BuiltinPath     = "usd-path"
+	BuiltinParent   = "usd-parent"
+	BuiltinChildren = "usd-children"
+	BuiltinActive   = "usd-active"
+	BuiltinPrimType = "usd-prim-type"
+	BuiltinSchemas  = "usd-schemas"
+)
+
+// derivedBuiltins cannot be written, deleted or mapped.
+var derivedBuiltins = map[string]bool{BuiltinPath: true, BuiltinParent: true, BuiltinChildren: true, BuiltinActive: true}
+
+// MaxLanes is the widest transportable value (spec §1.4).
+const MaxLanes = 255
+
+// checkDType accepts numeric int/uint/float/bfloat/bool value types.
+func checkDType(dt dlpack.DType, name string) error {
+	ok := false
+	switch dt.Code {
+	case dlpack.CodeInt, dlpack.CodeUInt:
+		ok = dt.Bits == 8 || dt.Bits == 16 || dt.Bits == 32 || dt.Bits == 64
+	case dlpack.CodeFloat:
+		ok = dt.Bits == 16 || dt.Bits == 32 || dt.Bits == 64
+	case dlpack.CodeBfloat:
+		ok = dt.Bits == 16
+	case dlpack.CodeBool:
+		ok = dt.Bits == 8
+	}
+	if !ok {
+		return status.Errorf(status.NotSupported, "%s: dtype %s is not a supported value type (int/uint 8-64, float 16/32/64, bfloat16, bool)", name, dt)
+	}
+	if dt.Lanes < 1 || dt.Lanes > MaxLanes {
+		return status.Errorf(status.NotSupported, "%s: %d lanes is outside 1..%d", name, dt.Lanes, MaxLanes)
+	}
+	return nil
+}
+
+// checkDevice accepts host-accessible tensors.
+func checkDevice(t dlpack.Tensor, name string) error {
+	switch t.DeviceType {
+	case dlpack.DeviceCPU, dlpack.DeviceCUDAHost:
+		return nil
+	case dlpack.DeviceCUDA, dlpack.DeviceCUDAManaged:
+		return status.Errorf(status.NotSupported, "%s: CUDA tensors are not supported yet (GPU columns are not implemented in this build); copy to host first", name)
+	}
+	return status.Errorf(status.NotSupported, "%s: device type %d is not supported", name, t.DeviceType)
+}
+
+// foldFixed returns the canonical value dtype of a fixed-size payload: trailing dims fold into
+// lanes ((N,3) lanes 1 → lanes 3, (N,4,4) → 16). The leading dim is the row count.
+func foldFixed(t dlpack.Tensor, name string) (dlpack.DType, int64, error) {
+	if len(t.Shape) == 0 {
+		return dlpack.DType{}, 0, status.Errorf(status.InvalidArgument, "%s: a fixed-size write needs a tensor with a leading row dimension (ndim >= 1), got ndim 0", name)
+	}
+	lanes := int64(t.DType.Lanes)
+	for _, d := range t.Shape[1:] {
+		lanes *= d
+		if lanes > MaxLanes {
+			break
+		}
+	}
+	if lanes == 0 {
+		return dlpack.DType{}, 0, status.Errorf(status.InvalidArgument, "%s: shape %v has an empty trailing dimension", name, t.Shape)
+	}
+	if lanes > MaxLanes {
+		return dlpack.DType{}, 0, status.Errorf(status.NotSupported, "%s: shape %v with %d lanes folds to more than %d lanes per row", name, t.Shape, t.DType.Lanes, MaxLanes)
+	}
+	dt := dlpack.DType{Code: t.DType.Code, Bits: t.DType.Bits, Lanes: uint16(lanes)}
+	if err := checkDType(dt, name); err != nil {
+		return dlpack.DType{}, 0, err
+	}
+	return dt, t.Shape[0], nil
+}
+
+// checkSemanticLayout enforces the ID-semantic layouts of spec §1.4.
+func checkSemanticLayout(sem int32, dt dlpack.DType, isArray bool) error {
+	if sem < 0 || sem > maxSemantic {
+		return nil // newer library values pass through unchecked (spec §5.3)
+	}
+	u64 := func(lanes uint16) bool {
+		return dt.Code == dlpack.CodeUInt && dt.Bits == 64 && dt.Lanes == lanes
+	}
+	bad := func(want string) error {
+		return status.Errorf(status.InvalidArgument, "semantic %d requires %s, got dtype %s (is_array=%v)", sem, want, dt, isArray)
+	}
+	switch sem {
+	case SemanticTokenID, SemanticPathExpressionString:
+		if !u64(1) {
+			return bad("dtype uint64x1")
+		}
+	case SemanticAssetPathID:
+		if !u64(2) {
+			return bad("dtype uint64x2")
+		}
+	case SemanticRelationshipPathID:
+		if !u64(1) || !isArray {
+			return bad("dtype uint64x1 with is_array=True")
+		}
+	case SemanticConnectionPathID:
+		if !u64(2) || !isArray {
+			return bad("dtype uint64x2 with is_array=True")
+		}
+	case SemanticString:
+		if dt.Code != dlpack.CodeUInt || dt.Bits != 8 || dt.Lanes != 1 || !isArray {
+			return bad("dtype uint8x1 with is_array=True")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,317 @@
+// Package pathdict is the process-wide path dictionary (spec §1.2, §3.2): interned tokens,
+// interned prim paths (sequences of component tokens) and refcounted, never-deduplicated path
+// lists. All ids are uint64 with 0 invalid. It is shared by every stage and safe for concurrent
+// use.
+package pathdict
+
+import (
+	"strings"
+	"sync"
+)
+
+// Token, Path and ListID are the three handle kinds; 0 is invalid for each.
+type (
+	Token  = uint64
+	Path   = uint64
+	ListID = uint64
+)
+
+// Error is a path-dictionary failure (OVX_API_ERROR in the reference).
+type Error struct{ Message string }
+
+func (e *Error) Error() string { return e.Message }
+
+func errorf(msg string) error { return &Error{Message: msg} }
+
+type pathEntry struct {
+	parent Path  // 0 for the root
+	last   Token // last component; 0 for the root
+	depth  int
+}
+
+type pathList struct {
+	paths []Path
+	refs  int
+}
+
+// Dictionary interns tokens and paths and owns path lists.
+type Dictionary struct {
+	mu       sync.RWMutex
+	tokenIDs map[string]Token
+	tokens   []string // index = token id (0 unused)
+	pathIDs  map[[2]uint64]Path
+	paths    []pathEntry // index = path id; id 1 is the root "/"
+	listMu   sync.Mutex
+	lists    map[ListID]*pathList
+	nextList ListID
+}
+
+// Root is the id of the absolute root path "/" (zero components).
+const Root Path = 1
+
+// New returns an empty dictionary holding only the root path.
+func New() *Dictionary {
+	return &Dictionary{
+		tokenIDs: map[string]Token{},
+		tokens:   []string{""},
+		pathIDs:  map[[2]uint64]Path{},
+		paths:    []pathEntry{{}, {}},
+		lists:    map[ListID]*pathList{},
+	}
+}
+
+var global = New()
+
+// Global is the process-wide dictionary shared by all stages.
+func Global() *Dictionary { return global }
+
+func checkString(s, kind string) error {
+	if s == "" {
+		return errorf(kind + " string must be non-empty")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return errorf(kind + " string contains embedded NUL")
+	}
+	return nil
+}
+
+// InternToken returns the token for s, creating it if needed.
+func (d *Dictionary) InternToken(s string) (Token, error) {
+	if err := checkString(s, "Token"); err != nil {
+		return 0, err
+	}
+	d.mu.RLock()
+	t, ok := d.tokenIDs[s]
+	d.mu.RUnlock()
+	if ok {
+		return t, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.internTokenLocked(s), nil
+}
+
+func (d *Dictionary) internTokenLocked(s string) Token {
+	if t, ok := d.tokenIDs[s]; ok {
+		return t
+	}
+	s = strings.Clone(s)
+	t := Token(len(d.tokens))
+	d.tokens = append(d.tokens, s)
+	d.tokenIDs[s] = t
+	return t
+}
+
+// TokenString returns the string of a token.
+func (d *Dictionary) TokenString(t Token) (string, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if t == 0 || t >= Token(len(d.tokens)) {
+		return "", errorf("Token " + itoa(t) + " was not found")
+	}
+	return d.tokens[t], nil
+}
+
+// InternPath parses an absolute path string ("/World/A", "/" for the root) and interns it.
+// A trailing "/" is ignored; empty interior components ("//") are rejected.
+func (d *Dictionary) InternPath(s string) (Path, error) {
+	if err := checkString(s, "Path"); err != nil {
+		return 0, err
+	}
+	if s[0] != '/' {
+		return 0, errorf("Path string must be absolute (start with '/'): " + quote(s))
+	}
+	body := strings.TrimSuffix(s[1:], "/")
+	if body == "" {
+		return Root, nil
+	}
+	comps := strings.Split(body, "/")
+	for _, c := range comps {
+		if c == "" {
+			return 0, errorf("Path string has an empty component: " + quote(s))
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p := Root
+	for _, c := range comps {
+		p = d.childLocked(p, d.internTokenLocked(c))
+	}
+	return p, nil
+}
+
+func (d *Dictionary) childLocked(parent Path, last Token) Path {
+	key := [2]uint64{parent, last}
+	if p, ok := d.pathIDs[key]; ok {
+		return p
+	}
+	p := Path(len(d.paths))
+	d.paths = append(d.paths, pathEntry{parent: parent, last: last, depth: d.paths[parent].depth + 1})
+	d.pathIDs[key] = p
+	return p
+}
+
+// PathFromTokens interns the path whose components are toks (empty = root).
+func (d *Dictionary) PathFromTokens(toks []Token) (Path, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p := Root
+	for _, t := range toks {
+		if t == 0 || t >= Token(len(d.tokens)) {
+			return 0, errorf("Token " + itoa(t) + " was not found")
+		}
+		p = d.childLocked(p, t)
+	}
+	return p, nil
+}
+
+func (d *Dictionary) validPathLocked(p Path) bool { return p != 0 && p < Path(len(d.paths)) }
+
+// ValidPath reports whether p is a path id of this dictionary.
+func (d *Dictionary) ValidPath(p Path) bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.validPathLocked(p)
+}
+
+// Parent returns the parent of p (0 for the root or an unknown path).
+func (d *Dictionary) Parent(p Path) Path {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if !d.validPathLocked(p) {
+		return 0
+	}
+	return d.paths[p].parent
+}
+
+// Tokens returns the component tokens of p (empty for the root).
+func (d *Dictionary) Tokens(p Path) ([]Token, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if !d.validPathLocked(p) {
+		return nil, errorf("Path " + itoa(p) + " was not found")
+	}
+	toks := make([]Token, d.paths[p].depth)
+	for i := len(toks) - 1; i >= 0; i-- {
+		toks[i] = d.paths[p].last
+		p = d.paths[p].parent
+	}
+	return toks, nil
+}
+
+// PathString formats p as "/a/b" ("/" for the root).
+func (d *Dictionary) PathString(p Path) (string, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if !d.validPathLocked(p) {
+		return "", errorf("Path " + itoa(p) + " was not found")
+	}
+	if p == Root {
+		return "/", nil
+	}
+	parts := make([]string, d.paths[p].depth)
+	for i := len(parts) - 1; i >= 0; i-- {
+		parts[i] = d.tokens[d.paths[p].last]
+		p = d.paths[p].parent
+	}
+	return "/" + strings.Join(parts, "/"), nil
+}
+
+// CreateList makes a new list (refcount 1) holding a copy of paths, each of which must be valid.
+func (d *Dictionary) CreateList(paths []Path) (ListID, error) {
+	d.mu.RLock()
+	for _, p := range paths {
+		if !d.validPathLocked(p) {
+			d.mu.RUnlock()
+			return 0, errorf("Path " + itoa(p) + " was not found")
+		}
+	}
+	d.mu.RUnlock()
+	d.listMu.Lock()
+	defer d.listMu.Unlock()
+	d.nextList++
+	id := d.nextList
+	d.lists[id] = &pathList{paths: append([]Path(nil), paths...), refs: 1}
+	return id, nil
+}
+
+// CreateListFromStrings interns each path string and makes a new list.
+func (d *Dictionary) CreateListFromStrings(strs []string) (ListID, error) {
+	paths := make([]Path, len(strs))
+	for i, s := range strs {
+		p, err := d.InternPath(s)
+		if err != nil {
+			return 0, err
+		}
+		paths[i] = p
+	}
+	return d.CreateList(paths)
+}
+
+func listNotFound(id ListID) error { return errorf("Path list handle was not found: " + itoa(id)) }
+
+// AddRef adds a reference to a list; 0 is a no-op.
+func (d *Dictionary) AddRef(id ListID) error {
+	if id == 0 {
+		return nil
+	}
+	d.listMu.Lock()
+	defer d.listMu.Unlock()
+	l, ok := d.lists[id]
+	if !ok {
+		return listNotFound(id)
+	}
+	l.refs++
+	return nil
+}
+
+// Release drops a reference, erasing the list at zero; it returns the remaining count.
+func (d *Dictionary) Release(id ListID) (int, error) {
+	if id == 0 {
+		return 0, nil
+	}
+	d.listMu.Lock()
+	defer d.listMu.Unlock()
+	l, ok := d.lists[id]
+	if !ok {
+		return 0, listNotFound(id)
+	}
+	l.refs--
+	if l.refs == 0 {
+		delete(d.lists, id)
+	}
+	return l.refs, nil
+}
+
+// ListPaths returns the paths of a list (shared slice: callers must not modify it).
+func (d *Dictionary) ListPaths(id ListID) ([]Path, error) {
+	d.listMu.Lock()
+	defer d.listMu.Unlock()
+	l, ok := d.lists[id]
+	if !ok {
+		return nil, listNotFound(id)
+	}
+	return l.paths, nil
+}
+
+// LiveLists is the number of path lists not yet erased (diagnostics).
+func (d *Dictionary) LiveLists() int {
+	d.listMu.Lock()
+	defer d.listMu.Unlock()
+	return len(d.lists)
+}
+
+func quote(s string) string { return "\"" + s + "\"" }
+
+func itoa(v uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			return string(b[i:])
+		}
+	}
+}

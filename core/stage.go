@@ -1,0 +1,284 @@
+// Package core is the ovstage engine: stages with handle tables, ordinal-keyed mutations,
+// write floors, reads of sealed snapshots, and the op table every asynchronous call goes
+// through. It knows nothing of Python; pybind adapts it for gopy.
+package core
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ovstage-go/ovstage/core/column"
+	"github.com/ovstage-go/ovstage/core/pathdict"
+	"github.com/ovstage-go/ovstage/core/sched"
+	"github.com/ovstage-go/ovstage/core/status"
+)
+
+// Version is the compatibility version of the reference API we implement.
+var Version = [3]uint32{0, 2, 1}
+
+// TimeoutInfinite blocks a wait until completion.
+const TimeoutInfinite = ^uint64(0)
+
+// nextHandle mints every handle and group id in the process, so an id from one stage is never
+// valid in another.
+var nextHandle atomic.Uint64
+
+func newHandle() uint64 { return nextHandle.Add(1) }
+
+var (
+	stagesMu sync.RWMutex
+	stages   = map[uint64]*Stage{}
+)
+
+// Stage is one instance: its prims, columns, floors, ops and handles.
+type Stage struct {
+	ID   uint64
+	Name string
+	dict *pathdict.Dictionary
+	pool *sched.Pool
+
+	mu        sync.Mutex
+	destroyed bool
+	nextOp    uint64
+	ops       map[uint64]*sched.Op
+	// sameOrdinalTail is the last mutation submitted at each ordinal (same ordinal ⇒ submission order).
+	sameOrdinalTail map[uint64]*sched.Op
+	// pendingMutations are unfinished mutations by ordinal (floor advances wait for those ≤ N).
+	pendingMutations map[*sched.Op]uint64
+	// pendingAdvances are unfinished floor advances (later reads wait for them).
+	pendingAdvances map[*sched.Op]struct{}
+	prims           map[uint64]struct{}
+	columns         map[uint64]*column.Column
+	floors          floors // applied floors
+	requested       floors // floors asked for by enqueued advances (admission at enqueue)
+	queries         map[uint64]*Query
+	reads           map[uint64]*Read
+	groups          map[uint64]*Group
+}
+
+// Config holds per-stage settings.
+type Config struct {
+	// Workers bounds parallel op execution (<= 0: GOMAXPROCS).
+	Workers int
+}
+
+// NewStage creates a stage and registers it.
+func NewStage(name string, cfg Config) *Stage {
+	s := &Stage{
+		ID: newHandle(), Name: name, dict: pathdict.Global(), pool: sched.NewPool(cfg.Workers),
+		ops: map[uint64]*sched.Op{}, sameOrdinalTail: map[uint64]*sched.Op{},
+		pendingMutations: map[*sched.Op]uint64{}, pendingAdvances: map[*sched.Op]struct{}{},
+		prims: map[uint64]struct{}{}, columns: map[uint64]*column.Column{},
+		floors: newFloors(), requested: newFloors(),
+		queries: map[uint64]*Query{}, reads: map[uint64]*Read{}, groups: map[uint64]*Group{},
+	}
+	stagesMu.Lock()
+	stages[s.ID] = s
+	stagesMu.Unlock()
+	return s
+}
+
+// Lookup finds a live stage by id.
+func Lookup(id uint64) (*Stage, error) {
+	stagesMu.RLock()
+	s, ok := stages[id]
+	stagesMu.RUnlock()
+	if !ok {
+		return nil, status.Errorf(status.InvalidHandle, "stage %d does not exist (destroyed or never created)", id)
+	}
+	return s, nil
+}
+
+// Dictionary is the path dictionary the stage uses (process-shared).
+func (s *Stage) Dictionary() *pathdict.Dictionary { return s.dict }
+
+// Destroy waits for pending ops, then releases every handle, group and column. Exported
+// tensors keep their own buffer references and stay valid.
+func (s *Stage) Destroy() {
+	stagesMu.Lock()
+	delete(stages, s.ID)
+	stagesMu.Unlock()
+	s.mu.Lock()
+	if s.destroyed {
+		s.mu.Unlock()
+		return
+	}
+	s.destroyed = true
+	s.mu.Unlock()
+	s.pool.Drain()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, g := range s.groups {
+		g.release()
+	}
+	for _, r := range s.reads {
+		r.releaseUnfetched()
+	}
+	for _, q := range s.queries {
+		q.close(s.dict)
+	}
+	for _, c := range s.columns {
+		c.Close()
+	}
+	s.groups, s.reads, s.queries, s.columns = nil, nil, nil, nil
+	s.ops = map[uint64]*sched.Op{}
+}
+
+func (s *Stage) checkLiveLocked() error {
+	if s.destroyed {
+		return status.Errorf(status.InvalidHandle, "stage %d was destroyed", s.ID)
+	}
+	return nil
+}
+
+// opSpec describes an op to enqueue.
+type opSpec struct {
+	deps     []*sched.Op
+	inputs   []*sched.Op
+	mutation bool   // ordinal-keyed mutation (write, delete, ...)
+	ordinal  uint64 // for mutations
+	advance  bool   // floor advance
+	run      func(op *sched.Op) error
+}
+
+// enqueueLocked registers and submits an op. s.mu must be held.
+func (s *Stage) enqueueLocked(spec opSpec) *sched.Op {
+	s.nextOp++
+	id := s.nextOp
+	deps := spec.deps
+	if spec.mutation {
+		if tail := s.sameOrdinalTail[spec.ordinal]; tail != nil {
+			deps = append(deps, tail)
+		}
+	}
+	op := sched.NewOp(id, deps, spec.inputs)
+	s.ops[id] = op
+	if spec.mutation {
+		s.sameOrdinalTail[spec.ordinal] = op
+		s.pendingMutations[op] = spec.ordinal
+	}
+	if spec.advance {
+		s.pendingAdvances[op] = struct{}{}
+	}
+	s.pool.Submit(op, func() error { return spec.run(op) }, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if spec.mutation {
+			delete(s.pendingMutations, op)
+			if s.sameOrdinalTail[spec.ordinal] == op {
+				delete(s.sameOrdinalTail, spec.ordinal)
+			}
+		}
+		if spec.advance {
+			delete(s.pendingAdvances, op)
+		}
+	})
+	return op
+}
+
+// registerDoneLocked records an op that already completed on the caller's thread.
+func (s *Stage) registerDoneLocked() *sched.Op {
+	s.nextOp++
+	op := sched.Immediate(s.nextOp, nil)
+	s.ops[op.ID] = op
+	return op
+}
+
+func (s *Stage) pendingAdvancesLocked() []*sched.Op {
+	out := make([]*sched.Op, 0, len(s.pendingAdvances))
+	for op := range s.pendingAdvances {
+		out = append(out, op)
+	}
+	return out
+}
+
+func (s *Stage) lookupOp(id uint64) (*sched.Op, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkLiveLocked(); err != nil {
+		return nil, err
+	}
+	op, ok := s.ops[id]
+	if !ok {
+		return nil, status.Errorf(status.InvalidHandle, "op id %d is unknown to stage %d (never issued, or already released)", id, s.ID)
+	}
+	return op, nil
+}
+
+// WaitResult is the outcome of WaitOp.
+type WaitResult struct {
+	Status        status.Code // OK or Timeout
+	ErrorOpIDs    []uint64    // failed ops in the waited op's chain, root cause first
+	LowestPending uint64      // on Timeout: lowest pending op id in the chain
+}
+
+// WaitOp waits for op id and its dependency chain. timeoutNs 0 polls, TimeoutInfinite blocks.
+func (s *Stage) WaitOp(id, timeoutNs uint64) (WaitResult, error) {
+	op, err := s.lookupOp(id)
+	if err != nil {
+		return WaitResult{}, err
+	}
+	d := time.Duration(-1)
+	if timeoutNs != TimeoutInfinite {
+		d = time.Duration(min(timeoutNs, uint64(1<<62)))
+	}
+	if !op.Wait(d) {
+		return WaitResult{Status: status.Timeout, LowestPending: op.LowestPending()}, nil
+	}
+	return WaitResult{Status: status.OK, ErrorOpIDs: op.FailedChain()}, nil
+}
+
+// ReleaseOp forgets an op id. A pending op keeps running; only its tracking is dropped.
+func (s *Stage) ReleaseOp(id uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkLiveLocked(); err != nil {
+		return err
+	}
+	if _, ok := s.ops[id]; !ok {
+		return status.Errorf(status.InvalidHandle, "op id %d is unknown to stage %d (never issued, or already released)", id, s.ID)
+	}
+	delete(s.ops, id)
+	return nil
+}
+
+// LastOpError is the failure message of op id ("" when unknown, pending or successful).
+func (s *Stage) LastOpError(id uint64) string {
+	s.mu.Lock()
+	op, ok := s.ops[id]
+	s.mu.Unlock()
+	if !ok || op.Err() == nil {
+		return ""
+	}
+	return status.MessageOf(op.Err())
+}
+
+// Diagnostics counts live engine objects (leak tests).
+type Diagnostics struct {
+	Ops, Queries, Reads, Groups, Columns int
+}
+
+// Diagnostics returns the stage's live object counts.
+func (s *Stage) Diagnostics() Diagnostics {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Diagnostics{Ops: len(s.ops), Queries: len(s.queries), Reads: len(s.reads),
+		Groups: len(s.groups), Columns: len(s.columns)}
+}
+
+func (s *Stage) pathName(p uint64) string {
+	str, err := s.dict.PathString(p)
+	if err != nil {
+		return "<unknown path>"
+	}
+	return str
+}
+
+func (s *Stage) tokenName(t uint64) string {
+	str, err := s.dict.TokenString(t)
+	if err != nil {
+		return "<unknown token>"
+	}
+	return str
+}

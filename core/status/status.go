@@ -1,0 +1,85 @@
+// Package status defines the ovstage status codes (spec §4, reference numeric values) and the
+// error type that carries one. Every error the engine reports is an *Error.
+package status
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is an ovstage_api_status_t value.
+type Code int32
+
+// Status codes with the reference's ABI values.
+const (
+	OK                  Code = 0
+	InvalidArgument     Code = 1
+	InvalidHandle       Code = 2
+	NotFound            Code = 3
+	PrimNotFound        Code = 4
+	WriteFloorViolation Code = 5
+	NotSupported        Code = 6
+	QueueFull           Code = 7
+	EndOfIteration      Code = 8
+	OutOfMemory         Code = 9
+	LayoutChanged       Code = 10
+	Timeout             Code = 11
+	OpFailed            Code = 12
+	OutOfRange          Code = 13
+	Internal            Code = 99
+)
+
+var names = map[Code]string{
+	OK: "OK", InvalidArgument: "INVALID_ARGUMENT", InvalidHandle: "INVALID_HANDLE",
+	NotFound: "NOT_FOUND", PrimNotFound: "PRIM_NOT_FOUND",
+	WriteFloorViolation: "WRITE_FLOOR_VIOLATION", NotSupported: "NOT_SUPPORTED",
+	QueueFull: "QUEUE_FULL", EndOfIteration: "END_OF_ITERATION", OutOfMemory: "OUT_OF_MEMORY",
+	LayoutChanged: "LAYOUT_CHANGED", Timeout: "TIMEOUT", OpFailed: "OP_FAILED",
+	OutOfRange: "OUT_OF_RANGE", Internal: "INTERNAL",
+}
+
+// String returns the ErrorCode name used by the Python package.
+func (c Code) String() string {
+	if n, ok := names[c]; ok {
+		return n
+	}
+	return fmt.Sprintf("ERROR_%d", int32(c))
+}
+
+// Error is a status code plus a human message naming the offending argument and value.
+type Error struct {
+	Code    Code
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code.String() + ": " + e.Message }
+
+// Errorf builds an *Error with a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// CodeOf returns the status carried by err: OK for nil, the *Error's code when err wraps one,
+// Internal otherwise.
+func CodeOf(err error) Code {
+	if err == nil {
+		return OK
+	}
+	var se *Error
+	if errors.As(err, &se) {
+		return se.Code
+	}
+	return Internal
+}
+
+// MessageOf returns the message of err without the code prefix.
+func MessageOf(err error) string {
+	if err == nil {
+		return ""
+	}
+	var se *Error
+	if errors.As(err, &se) {
+		return se.Message
+	}
+	return err.Error()
+}
