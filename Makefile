@@ -1,0 +1,44 @@
+# The few commands people type. Each target installs what it needs, so any of them works
+# first on a fresh machine (Go per go.mod, gcc, Python >= 3.10 with pip, package registries).
+PYTHON ?= python3
+GO ?= go
+PIP := $(PYTHON) -m pip
+
+export PIP_ROOT_USER_ACTION := ignore
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: demo test bench lint build install clean
+
+# Editable install with the test tools; (re)builds the Go extension with gopy.
+install:
+	$(PIP) install -e '.[test]'
+
+build:
+	$(PIP) install -e .
+
+demo: install
+	$(PYTHON) examples/python/minimal/main.py
+
+# pytest exit code 5 means "no tests collected": tolerated (as is a missing tests/python,
+# which git does not keep while empty) so an empty suite is not a failure.
+test: install
+	$(GO) vet ./...
+	$(GO) test -race ./...
+	@if [ ! -d tests/python ]; then echo "pytest: no tests/python directory"; exit 0; fi; \
+	rc=0; $(PYTHON) -m pytest -q tests/python || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest: no tests collected"; rc=0; fi; exit $$rc
+
+bench: install
+	$(PYTHON) tests/bench/bench_foundation.py
+
+lint:
+	$(PIP) install -q ruff
+	@files=$$(find . -name '*.go' -not -path './.git/*' -not -path './build/*' \
+		-not -path '*/_*' -not -path '*/testdata/*'); \
+	bad=$$(gofmt -l $$files); \
+	if [ -n "$$bad" ]; then echo "gofmt needed on:"; echo "$$bad"; exit 1; fi
+	$(GO) vet ./...
+	$(PYTHON) -m ruff check python tests examples
+
+clean:
+	rm -rf build dist python/*.egg-info python/ovstage/_native
