@@ -1,0 +1,263 @@
+"""Read groups: ctypes views of the native ``ovstage_read_group_t`` (spec §3.6, §5.7)."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ._dlpack import DLTensor, ManagedDLTensor
+from ._errors import ErrorCode, OvstageError
+from ._guards import as_bool_flag
+from ._lib import exporter
+from ._warn import warn_unreleased
+
+if TYPE_CHECKING:
+    from ._stage import Stage
+
+__all__ = ["AttributeMeta", "ReadGroup", "ReadGroupRaw"]
+
+
+class CudaSync(ctypes.Structure):
+    """``ovstage_cuda_sync_t``."""
+
+    _fields_ = [("stream", ctypes.c_size_t), ("wait_event", ctypes.c_size_t)]
+
+
+class Mask(ctypes.Structure):
+    """``ovstage_mask_t``: LSB-first bit words."""
+
+    _fields_ = [("bits", ctypes.POINTER(ctypes.c_uint64)), ("word_count", ctypes.c_size_t)]
+
+
+class DataRaw(ctypes.Structure):
+    """``ovstage_data_t``."""
+
+    _fields_ = [
+        ("tensors", ctypes.POINTER(DLTensor)),
+        ("tensor_count", ctypes.c_uint32),
+        ("count", ctypes.c_uint32),
+        ("index_map", ctypes.POINTER(ctypes.c_uint32)),
+        ("mask", Mask),
+        ("cuda_sync", CudaSync),
+    ]
+
+
+class PrimGroupRaw(ctypes.Structure):
+    """``ovstage_prim_group_t``."""
+
+    _fields_ = [
+        ("list", ctypes.c_uint64),
+        ("offset", ctypes.c_uint32),
+        ("count", ctypes.c_uint32),
+        ("index_map", ctypes.POINTER(ctypes.c_uint32)),
+    ]
+
+
+class AttributeMetaRaw(ctypes.Structure):
+    """``ovstage_attribute_meta_t``."""
+
+    _fields_ = [
+        ("attribute_write_floor_ordinal", ctypes.c_uint64),
+        ("layout_generation", ctypes.c_uint64),
+    ]
+
+
+class ReadGroupRaw(ctypes.Structure):
+    """``ovstage_read_group_t`` (field order of the reference C ABI)."""
+
+    _fields_ = [
+        ("read_group_id", ctypes.c_uint64),
+        ("attribute", ctypes.c_uint64),
+        ("ordinal", ctypes.c_uint64),
+        ("is_delete", ctypes.c_bool),
+        ("is_array", ctypes.c_bool),
+        ("semantic", ctypes.c_int32),
+        ("prims", PrimGroupRaw),
+        ("data", DataRaw),
+        ("meta", AttributeMetaRaw),
+    ]
+
+
+class AttributeMeta:
+    """Floor in effect when the group was produced, and the column's layout generation."""
+
+    __slots__ = ("attribute_write_floor_ordinal", "layout_generation")
+
+    def __init__(self, attribute_write_floor_ordinal: int, layout_generation: int) -> None:
+        self.attribute_write_floor_ordinal = attribute_write_floor_ordinal
+        self.layout_generation = layout_generation
+
+    def __repr__(self) -> str:
+        return (
+            f"AttributeMeta(attribute_write_floor_ordinal={self.attribute_write_floor_ordinal}, "
+            f"layout_generation={self.layout_generation})"
+        )
+
+
+class ReadGroup:
+    """One attribute's values for some of the query's prims.
+
+    Local prim ``k`` is path-list entry ``prim_index(k)``; its value is row ``k`` of the
+    tensor, or row ``data_row_index(k)`` when ``has_data_index_map``. ``array(i)`` and
+    ``dlpack(i)`` are zero-copy views that keep the storage alive on their own: they stay
+    valid after ``release()``, after the Stage is destroyed and after later writes.
+    """
+
+    def __init__(self, raw: ReadGroupRaw, stage: Stage | None = None) -> None:
+        self.raw = raw
+        self._stage = stage
+        self._released = False
+
+    # -- lifetime -------------------------------------------------------------------------
+
+    @property
+    def released(self) -> bool:
+        """Whether the group was released."""
+        return self._released
+
+    def _check(self) -> ReadGroupRaw:
+        if self._released:
+            raise OvstageError(ErrorCode.INVALID_HANDLE, "read group was already released")
+        return self.raw
+
+    def release(self) -> None:
+        """Release the group (OvstageError(INVALID_HANDLE) if already released)."""
+        self._check()
+        if self._stage is None:
+            self._released = True
+            return
+        self._stage.release_group(self)
+
+    def _mark_released(self) -> None:
+        self._released = True
+
+    def __enter__(self) -> ReadGroup:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self._released:
+            self.release()
+
+    def __del__(self) -> None:
+        if self._released or self._stage is None or self._stage._destroyed:
+            return
+        try:
+            self.release()
+        except Exception:
+            return
+        warn_unreleased("ReadGroup was not released; released by its finalizer")
+
+    # -- fields ---------------------------------------------------------------------------
+
+    @property
+    def id(self) -> int:
+        """The read group id."""
+        return int(self._check().read_group_id)
+
+    @property
+    def attribute(self) -> int:
+        """Attribute token."""
+        return int(self._check().attribute)
+
+    @property
+    def ordinal(self) -> int:
+        """The column's latest sealed change ordinal."""
+        return int(self._check().ordinal)
+
+    @property
+    def is_delete(self) -> bool:
+        """Tombstone group (no tensors)."""
+        return bool(self._check().is_delete)
+
+    @property
+    def is_array(self) -> bool:
+        """Ragged (one tensor per row) vs fixed."""
+        return bool(self._check().is_array)
+
+    @property
+    def semantic(self) -> int:
+        """The column's AttributeSemantic value."""
+        return int(self._check().semantic)
+
+    @property
+    def meta(self) -> AttributeMeta:
+        """Floor and layout generation when the group was produced."""
+        m = self._check().meta
+        return AttributeMeta(int(m.attribute_write_floor_ordinal), int(m.layout_generation))
+
+    @property
+    def prim_list(self) -> int:
+        """Path-list handle (a borrow: never release it)."""
+        return int(self._check().prims.list)
+
+    @property
+    def prim_offset(self) -> int:
+        return int(self._check().prims.offset)
+
+    @property
+    def prim_count(self) -> int:
+        return int(self._check().prims.count)
+
+    @property
+    def has_prim_index_map(self) -> bool:
+        return bool(self._check().prims.index_map)
+
+    def prim_index(self, local: int) -> int:
+        """List-relative index of local prim ``local``."""
+        prims = self._check().prims
+        if not 0 <= local < prims.count:
+            raise IndexError(f"local prim {local} is outside [0, {prims.count})")
+        if prims.index_map:
+            return int(prims.index_map[local])
+        return int(prims.offset) + local
+
+    @property
+    def tensor_count(self) -> int:
+        return int(self._check().data.tensor_count)
+
+    @property
+    def data_count(self) -> int:
+        return int(self._check().data.count)
+
+    @property
+    def has_data_index_map(self) -> bool:
+        return bool(self._check().data.index_map)
+
+    def data_row_index(self, local: int) -> int:
+        """Data row (tensor index for arrays) of logical element ``local``."""
+        data = self._check().data
+        if not 0 <= local < data.count:
+            raise IndexError(f"logical element {local} is outside [0, {data.count})")
+        return int(data.index_map[local])
+
+    def tensor(self, i: int) -> DLTensor:
+        """Raw ``DLTensor`` ``i`` (valid until release; copy what you keep)."""
+        data = self._check().data
+        if not 0 <= i < data.tensor_count:
+            raise IndexError(f"tensor index {i} is outside [0, {data.tensor_count})")
+        return data.tensors[i]
+
+    def dlpack(self, i: int = 0, *, readonly: bool = True) -> ManagedDLTensor:
+        """A DLPack exporter for tensor ``i`` (for ``np/torch.from_dlpack``)."""
+        self.tensor(i)
+        flag = as_bool_flag(readonly, "readonly")
+        if self._stage is None:
+            raise OvstageError(
+                ErrorCode.NOT_SUPPORTED, "a ReadGroup built without a Stage cannot export"
+            )
+        addr = self._stage._export_group_tensor(self.id, i, flag)
+        return ManagedDLTensor._from_native(addr, flag, exporter)
+
+    def array(self, i: int = 0) -> np.ndarray:
+        """Read-only flat numpy view of tensor ``i`` (``prod(shape) * lanes`` values)."""
+        return np.from_dlpack(self.dlpack(i, readonly=True)).reshape(-1)
+
+    def __repr__(self) -> str:
+        if self._released:
+            return "ReadGroup(released)"
+        return (
+            f"ReadGroup(id={self.id}, attribute={self.attribute}, ordinal={self.ordinal}, "
+            f"prims={self.prim_count}, tensors={self.tensor_count})"
+        )

@@ -1,0 +1,113 @@
+"""Handle wrappers: ``Query`` and ``Read`` (spec §5.6)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError
+from ._warn import warn_unreleased
+
+if TYPE_CHECKING:
+    from ._groups import ReadGroup
+    from ._ops import Operation
+    from ._stage import Stage
+
+__all__ = ["Query", "Read"]
+
+
+class _Handle:
+    """Common base: ``.handle``, ``.op`` (reserving enqueue or None), ``wait()``, ``release()``."""
+
+    _kind = "handle"
+
+    def __init__(
+        self, stage: Stage, handle: int, op: Operation | None, keepalive: Any = None
+    ) -> None:
+        self._stage = stage
+        self.handle = int(handle)
+        self.op = op
+        self._keepalive = keepalive
+        self._released = False
+
+    @property
+    def released(self) -> bool:
+        return self._released
+
+    def _check(self) -> int:
+        if self._released:
+            raise OvstageError(
+                ErrorCode.INVALID_HANDLE, f"{self._kind} {self.handle} was already released"
+            )
+        if self.op is not None and not self.op.ok:
+            raise OvstageError(self.op.status, self.op.error_message())
+        return self.handle
+
+    def wait(self, timeout: int = TIMEOUT_INFINITE) -> None:
+        """Wait for the enqueue that reserved this handle (no-op if created synchronously)."""
+        if self.op is not None and not self.op._consumed:
+            self.op.wait(timeout)
+        elif self.op is not None and not self.op.ok:
+            raise OvstageError(self.op.status, self.op.error_message())
+
+    def __int__(self) -> int:
+        return self.handle
+
+    def __index__(self) -> int:
+        return self.handle
+
+    def release(self) -> Operation:
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if self._released or self.handle == 0:
+            return
+        try:
+            self.release().wait()
+        except Exception:
+            if exc_type is None:
+                raise
+
+    def __del__(self) -> None:
+        if self._released or self.handle == 0 or self._stage._destroyed:
+            return
+        try:
+            self.release()
+        except Exception:
+            return
+        warn_unreleased(f"{self._kind} {self.handle} was not released; released by its finalizer")
+
+
+class Query(_Handle):
+    """A query handle (from ``Stage.query_from_path_list``)."""
+
+    _kind = "Query"
+
+    def release(self) -> Operation:
+        """Enqueue the release of the query."""
+        return self._stage.release_query(self)
+
+
+class Read(_Handle):
+    """A read handle: fetch its groups with ``fetch_next`` or iterate ``groups()``."""
+
+    _kind = "Read"
+
+    def fetch_next(self, timeout: int = TIMEOUT_INFINITE) -> ReadGroup | None:
+        """The next group, or None after the last (TIMEOUT raises OvstageError)."""
+        return self._stage.fetch_read_next(self, timeout)
+
+    def groups(self, timeout: int = TIMEOUT_INFINITE) -> Iterator[ReadGroup]:
+        """Yield groups until the end (the caller releases each)."""
+        while True:
+            group = self.fetch_next(timeout)
+            if group is None:
+                return
+            yield group
+
+    def release(self) -> Operation:
+        """Enqueue the release of the read handle (fetched groups stay valid)."""
+        return self._stage.release_read(self)
