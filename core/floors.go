@@ -41,7 +41,7 @@ func (s *Stage) AdvanceWriteFloor(ordinal uint64, scope Scope, attrs []uint64) (
 		return 0, status.Errorf(status.NotSupported, "scope %d: only Scope.ALL is implemented so far (INCLUDE/EXCLUDE are not done yet)", scope)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlockAndStart()
 	if err := s.checkLiveLocked(); err != nil {
 		return 0, err
 	}

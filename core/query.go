@@ -78,7 +78,7 @@ func (q *Query) addUserLocked(op *sched.Op) {
 // ReleaseQuery releases the query after every in-flight op that uses it.
 func (s *Stage) ReleaseQuery(h uint64) (uint64, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlockAndStart()
 	q, err := s.queryLocked(h)
 	if err != nil {
 		return 0, err

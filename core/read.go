@@ -104,7 +104,7 @@ func (s *Stage) ReadAttributes(qh uint64, attrs []uint64, rng OrdinalRange) (uin
 	}
 	attrs = append([]uint64(nil), attrs...)
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlockAndStart()
 	q, err := s.queryLocked(qh)
 	if err != nil {
 		return 0, 0, err
@@ -276,7 +276,7 @@ func (s *Stage) ReleaseGroup(id uint64) error {
 // ReleaseRead releases a read handle after its op; fetched groups stay valid.
 func (s *Stage) ReleaseRead(h uint64) (uint64, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlockAndStart()
 	r, err := s.readLocked(h)
 	if err != nil {
 		return 0, err

@@ -55,6 +55,9 @@ type Stage struct {
 	queries         map[uint64]*Query
 	reads           map[uint64]*Read
 	groups          map[uint64]*Group
+	// toStart holds ops enqueued under s.mu; unlockAndStart submits them once the lock is
+	// released, because a ready op may run inline and take s.mu itself.
+	toStart []func()
 }
 
 // Config holds per-stage settings.
@@ -161,7 +164,8 @@ func (s *Stage) enqueueLocked(spec opSpec) *sched.Op {
 	if spec.advance {
 		s.pendingAdvances[op] = struct{}{}
 	}
-	s.pool.Submit(op, func() error { return spec.run(op) }, func() {
+	run := func() error { return spec.run(op) }
+	cleanup := func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if spec.mutation {
@@ -173,8 +177,19 @@ func (s *Stage) enqueueLocked(spec opSpec) *sched.Op {
 		if spec.advance {
 			delete(s.pendingAdvances, op)
 		}
-	})
+	}
+	s.toStart = append(s.toStart, func() { s.pool.Submit(op, run, cleanup) })
 	return op
+}
+
+// unlockAndStart releases s.mu and submits the ops enqueued while it was held.
+func (s *Stage) unlockAndStart() {
+	start := s.toStart
+	s.toStart = nil
+	s.mu.Unlock()
+	for _, fn := range start {
+		fn()
+	}
 }
 
 // registerDoneLocked records an op that already completed on the caller's thread.

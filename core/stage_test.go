@@ -20,13 +20,13 @@ func f32Tensor(vals []float32, shape ...int64) dlpack.Tensor {
 }
 
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	s     *Stage
 	query uint64
 	attr  uint64
 }
 
-func newFixture(t *testing.T, paths ...string) *fixture {
+func newFixture(t testing.TB, paths ...string) *fixture {
 	t.Helper()
 	s := NewStage("test", Config{})
 	t.Cleanup(s.Destroy)

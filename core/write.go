@@ -220,7 +220,7 @@ func (s *Stage) WriteAttribute(req WriteRequest) (uint64, error) {
 		return 0, err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlockAndStart()
 	id, err := s.enqueueWriteLocked(req.Query, w)
 	if err != nil {
 		w.payload.Release()
@@ -297,11 +297,15 @@ func (s *Stage) applyWrite(op *sched.Op, q *Query, w *preparedWrite) error {
 		}
 		s.columns[w.attr] = c
 	}
-	for _, p := range targets {
-		s.prims[p] = struct{}{}
-	}
 	s.mu.Unlock()
-	c.Stage(w.ordinal, op.ID, targets, src, w.payload)
 	staged = true
+	if c.Stage(w.ordinal, op.ID, targets, src, w.payload) {
+		// New rows mean possibly new prims; existing rows' prims are already recorded.
+		s.mu.Lock()
+		for _, p := range targets {
+			s.prims[p] = struct{}{}
+		}
+		s.mu.Unlock()
+	}
 	return nil
 }

@@ -54,6 +54,11 @@ type Column struct {
 	// sealedOrdinal is the column's latest sealed change, reported as a read group's ordinal
 	// (spec §1.9: the column's latest committed write ordinal).
 	sealedOrdinal uint64
+	// lastPrims/lastRows memoize the row lookup of the previous Stage call: repeated writes
+	// through one query pass the same prims slice, so they skip a map lookup per prim.
+	lastPrims []uint64
+	lastRows  []int32
+	lastGen   uint64
 }
 
 // New creates an empty column.
@@ -70,10 +75,29 @@ func New(name uint64, schema Schema) (*Column, error) {
 func (c *Column) RowBytes() int { return c.rowBytes }
 
 // Stage records a mutation at ordinal for prims (payload row src[i] for prims[i]; src nil means
-// row i). It creates missing rows and takes ownership of payload.
-func (c *Column) Stage(ordinal, seq uint64, prims []uint64, src []int32, payload buffer.Buffer) {
+// row i). It creates missing rows and takes ownership of payload; it reports whether rows were
+// added.
+func (c *Column) Stage(ordinal, seq uint64, prims []uint64, src []int32, payload buffer.Buffer) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var rows []int32
+	gen := c.layoutGen
+	if c.sameAsLast(prims) {
+		rows = c.lastRows
+		for _, r := range rows {
+			c.keys[r].latestOrd = max(c.keys[r].latestOrd, ordinal)
+		}
+	} else {
+		rows = c.lookupRows(prims, ordinal)
+		c.lastPrims, c.lastRows, c.lastGen = prims, rows, c.layoutGen
+	}
+	c.insertPending(&Delta{Ordinal: ordinal, Seq: seq, Rows: rows, Src: src, Payload: payload})
+	return c.layoutGen != gen
+}
+
+// lookupRows maps prims to rows, creating missing rows, and records ordinal as their latest
+// change.
+func (c *Column) lookupRows(prims []uint64, ordinal uint64) []int32 {
 	rows := make([]int32, len(prims))
 	for i, p := range prims {
 		r, ok := c.rowOf[p]
@@ -85,14 +109,23 @@ func (c *Column) Stage(ordinal, seq uint64, prims []uint64, src []int32, payload
 			c.layoutGen++
 		}
 		rows[i] = r
-		if ordinal > c.keys[r].latestOrd {
-			c.keys[r].latestOrd = ordinal
-		}
+		c.keys[r].latestOrd = max(c.keys[r].latestOrd, ordinal)
 	}
-	d := &Delta{Ordinal: ordinal, Seq: seq, Rows: rows, Src: src, Payload: payload}
+	return rows
+}
+
+// sameAsLast reports whether prims is the very slice of the previous Stage call (callers never
+// mutate query path slices) and no row was added since.
+func (c *Column) sameAsLast(prims []uint64) bool {
+	return len(prims) > 0 && len(prims) == len(c.lastPrims) && &prims[0] == &c.lastPrims[0] &&
+		c.lastGen == c.layoutGen
+}
+
+// insertPending adds d in (ordinal, seq) order.
+func (c *Column) insertPending(d *Delta) {
 	i := sort.Search(len(c.pending), func(i int) bool {
 		p := c.pending[i]
-		return p.Ordinal > ordinal || (p.Ordinal == ordinal && p.Seq > seq)
+		return p.Ordinal > d.Ordinal || (p.Ordinal == d.Ordinal && p.Seq > d.Seq)
 	})
 	c.pending = append(c.pending, nil)
 	copy(c.pending[i+1:], c.pending[i:])

@@ -146,37 +146,73 @@ func NewPool(workers int) *Pool {
 
 // Submit starts op: once its dependencies finish it runs run on a worker, unless one of its
 // inputs failed, in which case it fails without running. cleanup (may be nil) runs after run,
-// before the op is marked done, whether or not run was called.
+// before the op is marked done, whether or not run was called. An op that is ready at
+// submission and finds a free worker slot runs on the caller's goroutine: waking another
+// thread costs more than most ops. Callers must not hold locks that run or cleanup take.
 func (p *Pool) Submit(op *Op, run func() error, cleanup func()) {
-	p.wg.Add(1)
 	op.mu.Lock()
 	deps, inputs := op.deps, op.inputs
 	op.mu.Unlock()
+	ready := true
+	for _, d := range deps {
+		if !d.Done() {
+			ready = false
+			break
+		}
+	}
+	if ready {
+		select {
+		case p.sem <- struct{}{}:
+			p.execute(op, inputs, run, cleanup, true)
+			return
+		default:
+		}
+	}
+	p.Go(op, run, cleanup)
+}
+
+// Go is Submit without the inline fast path: the op always runs on another goroutine (for
+// work that may block, such as a test gate holding it).
+func (p *Pool) Go(op *Op, run func() error, cleanup func()) {
+	op.mu.Lock()
+	deps, inputs := op.deps, op.inputs
+	op.mu.Unlock()
+	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
 		for _, d := range deps {
 			<-d.done
 		}
-		var err error
-		for _, in := range inputs {
-			if in.err != nil {
-				err = status.Errorf(status.OpFailed, "input produced by op %d failed: %s",
-					in.ID, status.MessageOf(in.err))
-				break
-			}
-		}
-		if err == nil {
-			p.sem <- struct{}{}
-			err = SafeRun(run)
-			<-p.sem
-		}
-		if cleanup != nil {
-			if cerr := SafeRun(func() error { cleanup(); return nil }); cerr != nil && err == nil {
-				err = cerr
-			}
-		}
-		op.finish(err)
+		p.execute(op, inputs, run, cleanup, false)
 	}()
+}
+
+// execute runs op (holding a worker slot when slotHeld) and marks it done.
+func (p *Pool) execute(op *Op, inputs []*Op, run func() error, cleanup func(), slotHeld bool) {
+	var err error
+	for _, in := range inputs {
+		if in.err != nil {
+			err = status.Errorf(status.OpFailed, "input produced by op %d failed: %s",
+				in.ID, status.MessageOf(in.err))
+			break
+		}
+	}
+	if err == nil {
+		if !slotHeld {
+			p.sem <- struct{}{}
+			slotHeld = true
+		}
+		err = SafeRun(run)
+	}
+	if slotHeld {
+		<-p.sem
+	}
+	if cleanup != nil {
+		if cerr := SafeRun(func() error { cleanup(); return nil }); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	op.finish(err)
 }
 
 // Drain waits until every submitted op has finished.

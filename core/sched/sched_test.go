@@ -20,7 +20,7 @@ func TestOpRunsAfterDependencies(t *testing.T) {
 	record := func(id uint64) { mu <- struct{}{}; order = append(order, id); <-mu }
 
 	a := NewOp(1, nil, nil)
-	p.Submit(a, func() error { <-gate; record(1); return nil }, nil)
+	p.Go(a, func() error { <-gate; record(1); return nil }, nil)
 	b := NewOp(2, []*Op{a}, nil)
 	p.Submit(b, func() error { record(2); return nil }, nil)
 
@@ -36,7 +36,7 @@ func TestTimeoutWaitsThenReturnsFalse(t *testing.T) {
 	p := NewPool(1)
 	gate := make(chan struct{})
 	a := NewOp(1, nil, nil)
-	p.Submit(a, func() error { <-gate; return nil }, nil)
+	p.Go(a, func() error { <-gate; return nil }, nil)
 	start := time.Now()
 	assert.False(t, a.Wait(30*time.Millisecond))
 	assert.GreaterOrEqual(t, time.Since(start), 25*time.Millisecond)
@@ -78,7 +78,7 @@ func TestPoolBoundsParallelism(t *testing.T) {
 	var running, peak atomic.Int32
 	for i := 0; i < 8; i++ {
 		op := NewOp(uint64(i+1), nil, nil)
-		p.Submit(op, func() error {
+		p.Go(op, func() error {
 			n := running.Add(1)
 			for {
 				old := peak.Load()
@@ -99,4 +99,20 @@ func TestImmediate(t *testing.T) {
 	op := Immediate(3, errors.New("x"))
 	assert.True(t, op.Done())
 	assert.Equal(t, []uint64{3}, op.FailedChain())
+}
+
+func TestReadyOpRunsInlineAndPendingOpWaits(t *testing.T) {
+	p := NewPool(2)
+	a := NewOp(1, nil, nil)
+	p.Submit(a, func() error { return nil }, nil)
+	assert.True(t, a.Done(), "a ready op with a free worker runs during Submit")
+
+	gate := make(chan struct{})
+	b := NewOp(2, nil, nil)
+	p.Go(b, func() error { <-gate; return nil }, nil)
+	c := NewOp(3, []*Op{b}, nil)
+	p.Submit(c, func() error { return nil }, nil)
+	assert.False(t, c.Done(), "an op with a pending dependency is not run inline")
+	close(gate)
+	require.True(t, c.Wait(time.Second))
 }

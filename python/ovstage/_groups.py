@@ -120,6 +120,11 @@ class ReadGroup:
     def _check(self) -> ReadGroupRaw:
         if self._released:
             raise OvstageError(ErrorCode.INVALID_HANDLE, "read group was already released")
+        if self._stage is not None and self._stage._destroyed:
+            # Destroy released the group and freed the struct ``raw`` points into.
+            raise OvstageError(
+                ErrorCode.INVALID_HANDLE, "ReadGroup accessor called after Stage was destroyed"
+            )
         return self.raw
 
     def release(self) -> None:

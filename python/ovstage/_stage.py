@@ -159,6 +159,15 @@ class Stage:
     def _rejected(self, exc: OvstageError) -> Operation:
         return Operation(self, exc.code, 0, message=exc.message)
 
+    def _enqueue(self, what: str, fn: Any, *args: Any) -> Operation:
+        """Call an enqueue function: a use after destroy raises, an engine rejection is
+        returned as a rejected Operation (its ``wait()`` raises)."""
+        sid = self._require_live(what)
+        try:
+            return Operation(self, ErrorCode.OK, call(fn, sid, *args))
+        except OvstageError as exc:
+            return self._rejected(exc)
+
     # -- ops ------------------------------------------------------------------------------
 
     def wait_op(self, op_id: int, timeout: int = TIMEOUT_INFINITE) -> tuple[int, list[int], int]:
@@ -204,13 +213,8 @@ class Stage:
     def release_query(self, query: Query | int) -> Operation:
         """Enqueue the release of a query (after the ops using it)."""
         handle = _handle_of(query, Query, "query")
-        try:
-            op = Operation(
-                self, 0, call(native.ReleaseQuery, self._require_live("release_query"), handle)
-            )
-        except OvstageError as exc:
-            return self._rejected(exc)
-        if isinstance(query, Query):
+        op = self._enqueue("release_query", native.ReleaseQuery, handle)
+        if op.ok and isinstance(query, Query):
             query._released = True
             op._keepalive = query._keepalive
         return op
@@ -246,6 +250,7 @@ class Stage:
         mode = as_enum(prim_mode, PrimMode, "prim_mode")
         sem = as_int32(semantic, "semantic")
         n, imap, words = _sparsity(index_map, mask, count)
+        self._require_live("write_attribute")
         for name, value in (("cuda_event", cuda_event), ("cuda_stream", cuda_stream)):
             if value is not None and as_uint64(value, name) != 0:
                 return Operation(
@@ -265,30 +270,24 @@ class Stage:
                 0,
                 message="attribute: Token string contains embedded NUL",
             )
-        try:
-            op_id = call(
-                native.WriteAttribute,
-                self._require_live("write_attribute"),
-                qh,
-                token,
-                name,
-                ordinal,
-                ctypes.addressof(ptrs),
-                len(dltensors),
-                n,
-                _addr(imap),
-                0 if imap is None else len(imap),
-                _addr(words) if words is not None else 0,
-                0 if words is None else len(words),
-                sem,
-                flag,
-                int(mode),
-            )
-        except OvstageError as exc:
-            if exc.code == ErrorCode.INVALID_HANDLE and self._destroyed:
-                raise
-            return self._rejected(exc)
-        return Operation(self, ErrorCode.OK, op_id)
+        return self._enqueue(
+            "write_attribute",
+            native.WriteAttribute,
+            qh,
+            token,
+            name,
+            ordinal,
+            ctypes.addressof(ptrs),
+            len(dltensors),
+            n,
+            _addr(imap),
+            0 if imap is None else len(imap),
+            _addr(words) if words is not None else 0,
+            0 if words is None else len(words),
+            sem,
+            flag,
+            int(mode),
+        )
 
     # -- floors ---------------------------------------------------------------------------
 
@@ -299,18 +298,14 @@ class Stage:
         ordinal = as_uint64(ordinal, "ordinal")
         sc = as_enum(scope, Scope, "scope")
         attrs = _u64_array(attributes or (), "attributes")
-        try:
-            op_id = call(
-                native.AdvanceWriteFloor,
-                self._require_live("advance_write_floor"),
-                ordinal,
-                int(sc),
-                _addr(attrs),
-                len(attrs),
-            )
-        except OvstageError as exc:
-            return self._rejected(exc)
-        return Operation(self, ErrorCode.OK, op_id)
+        return self._enqueue(
+            "advance_write_floor",
+            native.AdvanceWriteFloor,
+            ordinal,
+            int(sc),
+            _addr(attrs),
+            len(attrs),
+        )
 
     def _global_write_floor(self) -> int:
         return call(native.GlobalWriteFloor, self._require_live("get_attribute_write_floor"))
@@ -337,10 +332,11 @@ class Stage:
 
                 value = PathDictionary(self).intern_token(value)
             tokens.append(value)
+        sid = self._require_live("read_attributes")
         try:
             out = call(
                 native.ReadAttributes,
-                self._require_live("read_attributes"),
+                sid,
                 qh,
                 _addr(tokens),
                 len(tokens),
@@ -378,13 +374,8 @@ class Stage:
     def release_read(self, read: Read | int) -> Operation:
         """Enqueue the release of a read handle."""
         rh = _handle_of(read, Read, "read")
-        try:
-            op = Operation(
-                self, ErrorCode.OK, call(native.ReleaseRead, self._require_live("release_read"), rh)
-            )
-        except OvstageError as exc:
-            return self._rejected(exc)
-        if isinstance(read, Read):
+        op = self._enqueue("release_read", native.ReleaseRead, rh)
+        if op.ok and isinstance(read, Read):
             read._released = True
         return op
 
