@@ -239,7 +239,11 @@ func (s *Stage) WaitOp(id, timeoutNs uint64) (WaitResult, error) {
 		d = time.Duration(min(timeoutNs, uint64(1<<62)))
 	}
 	if !op.Wait(d) {
-		return WaitResult{Status: status.Timeout, LowestPending: op.LowestPending()}, nil
+		// The op may finish between the wait and the walk; the walk then finds nothing
+		// pending (it includes the op itself) and the op counts as complete.
+		if lowest := op.LowestPending(); lowest != 0 {
+			return WaitResult{Status: status.Timeout, LowestPending: lowest}, nil
+		}
 	}
 	return WaitResult{Status: status.OK, ErrorOpIDs: op.FailedChain()}, nil
 }
