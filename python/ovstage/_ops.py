@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,8 @@ class Operation:
     """An enqueued op: ``status`` says whether it was accepted, ``wait()`` completes it.
 
     Unlike the reference, a ``TIMEOUT`` from ``wait(timeout)`` leaves the op waitable: poll
-    again or block later. ``done()`` polls without raising.
+    again or block later. ``done()`` polls without raising. An op that was never waited is
+    released when its ``Operation`` is garbage collected.
     """
 
     def __init__(
@@ -100,6 +102,20 @@ class Operation:
                 return result
             if deadline is not None and time.monotonic_ns() >= deadline:
                 return result
+
+    def __del__(self) -> None:
+        # Nobody can wait an op whose Operation is gone, so drop its engine tracking (as
+        # ``wait()`` would); otherwise every unwaited write, or a read whose groups were
+        # fetched without ``wait()``, would stay in the stage's op table forever. A caller
+        # that kept the raw ``op_id`` and releases it itself is unaffected (the second
+        # release is ignored).
+        if getattr(self, "_consumed", True) or self.status != ErrorCode.OK or self.op_id == 0:
+            return
+        stage = self._stage
+        if stage._destroyed:
+            return
+        with contextlib.suppress(Exception):
+            stage._release_op_quietly(self.op_id)
 
     def __repr__(self) -> str:
         name = (
