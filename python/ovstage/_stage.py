@@ -25,7 +25,7 @@ from ._guards import (
     as_uint64,
 )
 from ._handles import Query, Read
-from ._lib import call, native
+from ._lib import call, check_not_forked, native
 from ._ops import Operation
 
 __all__ = ["OrdinalRange", "Stage", "library_version"]
@@ -134,6 +134,7 @@ class Stage:
     def _require_live(self, what: str = "Stage method") -> int:
         if self._destroyed:
             raise OvstageError(ErrorCode.INVALID_HANDLE, f"{what} called after Stage was destroyed")
+        check_not_forked()  # raise, rather than hand back a rejected Operation
         return self._id
 
     def destroy(self) -> None:
