@@ -82,9 +82,10 @@ def main() -> int:
     index_map = np.arange(n, dtype=np.uint32) % 2
     mask = [0x5555]
     ok = True
-    with paths.create_path_list_from_strings(PRIMS) as plist, stage.query_from_path_list(
-        plist
-    ) as query:
+    with (
+        paths.create_path_list_from_strings(PRIMS) as plist,
+        stage.query_from_path_list(plist) as query,
+    ):
 
         def write_cycle(i: int) -> None:
             # Rotate the write flavours; seal each ordinal as a producer does.
@@ -97,7 +98,9 @@ def main() -> int:
                     query, ATTR, i, gathered, is_array=False, index_map=index_map
                 )
             else:
-                op = stage.write_attribute(query, ATTR, i, dense, is_array=False, mask=mask, count=n)
+                op = stage.write_attribute(
+                    query, ATTR, i, dense, is_array=False, mask=mask, count=n
+                )
             op.wait()
             stage.advance_write_floor(i).wait()
 
