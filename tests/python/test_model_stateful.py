@@ -31,7 +31,7 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
-from model import StageModel, Value, plan_targets
+from model import ReadExpectation, StageModel, Value, plan_targets
 from ovstage import TIMEOUT_INFINITE, AttributeSemantic, ErrorCode, OvstageError, PrimMode
 
 PRIMS = ("/W/p0", "/W/p1", "/W/p2", "/W/p3", "/W/p4")
@@ -112,6 +112,7 @@ class StageMachine(RuleBasedStateMachine):
         self.live_queries: list[QueryRef] = []
         self.uid = 0
         self.max_ordinal = 0
+        self.expected = ReadExpectation()  # what the read in progress may return
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -174,7 +175,7 @@ class StageMachine(RuleBasedStateMachine):
         assert group.tensor_count == 1
         assert group.semantic == attr.semantic
         assert group.tensor(0).dtype.lanes == attr.lanes
-        expected = self._expected_group
+        expected = self.expected
         assert group.ordinal == expected.group_ordinals[name], (group.ordinal, expected)
         assert group.meta.attribute_write_floor_ordinal == expected.floor
         data = np.from_dlpack(group.dlpack(0))
@@ -187,15 +188,15 @@ class StageMachine(RuleBasedStateMachine):
         return out
 
     def _check_read(self, ref: QueryRef, names: list[str], end: int) -> None:
-        self._expected_group = self.model.expect_read(ref.paths, names)
+        self.expected = self.model.expect_read(ref.paths, names)
         outcome = self._read(ref, names, end)
         if isinstance(outcome, ErrorCode):
             event(f"read failed: {outcome.name}")
         else:
             event(f"read returned {min(len(outcome), 3)}+ values")
-        if self._expected_group.uncertain:
+        if self.expected.uncertain:
             event("read with uncertain keys")
-        problem = self._expected_group.check(outcome)
+        problem = self.expected.check(outcome)
         assert problem is None, f"read {names} over {ref.paths}: {problem}"
 
     # -- rules ---------------------------------------------------------------------------
@@ -346,8 +347,8 @@ class StageMachine(RuleBasedStateMachine):
         self.live_queries.remove(ref)
 
     @invariant()
-    def no_failed_ops(self) -> None:
-        """Every pending op the model tracks is known to the engine."""
+    def pending_ops_are_known_and_healthy(self) -> None:
+        """Every op the model still tracks is known to the engine and has not failed."""
         for op_id in self.ops:
             code, errors, _ = self.stage.wait_op(op_id, 0)
             assert code in (ErrorCode.OK, ErrorCode.TIMEOUT)
