@@ -258,7 +258,7 @@ class Worker(threading.Thread):
                     f"{name}@{prim}: write at {record.ordinal} read under floor {floor} "
                     f"(highest requested {floor_started}): unsealed data was served"
                 )
-        self.count("values checked")
+        self.count("groups verified")
 
     def poll(self) -> None:
         for op in self.kept[-4:]:
@@ -374,7 +374,7 @@ def main() -> int:
     if (diag["ops"], diag["reads"], diag["groups"], diag["queries"]) != (0, 0, 0, 0):
         shared.fail(f"live engine objects left after the run: {diag}")
     stage.destroy()
-    total = sum(v for k, v in shared.counts.items() if k != "values checked")
+    total = sum(v for k, v in shared.counts.items() if k != "groups verified")
     print(f"stress: {threads} threads x {elapsed:.1f} s: {total} ops ({total / elapsed:.0f}/s)")
     for name, n in sorted(shared.counts.items()):
         print(f"  {name}: {n}")
