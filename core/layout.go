@@ -127,3 +127,19 @@ func checkSemanticLayout(sem int32, dt dlpack.DType, isArray bool) error {
 	}
 	return nil
 }
+
+// checkBuiltinLayout enforces the layouts of the recorded built-ins (spec §1.6).
+func checkBuiltinLayout(name string, dt dlpack.DType, isArray bool) error {
+	tokenIDs := dt.Code == dlpack.CodeUInt && dt.Bits == 64 && dt.Lanes == 1
+	switch name {
+	case BuiltinPrimType:
+		if isArray || !tokenIDs {
+			return status.Errorf(status.InvalidArgument, "attribute %q holds one token id per prim: uint64x1 with is_array=False, got %s (is_array=%v)", name, dt, isArray)
+		}
+	case BuiltinSchemas:
+		if !isArray || !tokenIDs {
+			return status.Errorf(status.InvalidArgument, "attribute %q holds token-id arrays: uint64x1 with is_array=True, got %s (is_array=%v)", name, dt, isArray)
+		}
+	}
+	return nil
+}

@@ -6,7 +6,6 @@ package core
 import (
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/ovstage-go/ovstage/core/column"
 	"github.com/ovstage-go/ovstage/core/pathdict"
@@ -48,13 +47,17 @@ type Stage struct {
 	pendingMutations map[*sched.Op]uint64
 	// pendingAdvances are unfinished floor advances (later reads wait for them).
 	pendingAdvances map[*sched.Op]struct{}
-	prims           map[uint64]struct{}
-	columns         map[uint64]*column.Column
+	// prims holds every prim that exists (committed state); children indexes them by parent.
+	prims    map[uint64]struct{}
+	children map[uint64]map[uint64]struct{}
+	// columns: every column of each attribute name (one per storage schema, usually one).
+	columns         map[uint64][]*column.Column
 	floors          floors // applied floors
 	requested       floors // floors asked for by enqueued advances (admission at enqueue)
 	queries         map[uint64]*Query
 	reads           map[uint64]*Read
 	groups          map[uint64]*Group
+	ordinalQueries  map[uint64]*OrdinalQuery
 	// toStart holds ops enqueued under s.mu; unlockAndStart submits them once the lock is
 	// released, because a ready op may run inline and take s.mu itself.
 	toStart []func()
@@ -72,9 +75,11 @@ func NewStage(name string, cfg Config) *Stage {
 		ID: newHandle(), Name: name, dict: pathdict.Global(), pool: sched.NewPool(cfg.Workers),
 		ops: map[uint64]*sched.Op{}, sameOrdinalTail: map[uint64]*sched.Op{},
 		pendingMutations: map[*sched.Op]uint64{}, pendingAdvances: map[*sched.Op]struct{}{},
-		prims: map[uint64]struct{}{}, columns: map[uint64]*column.Column{},
+		prims: map[uint64]struct{}{}, children: map[uint64]map[uint64]struct{}{},
+		columns: map[uint64][]*column.Column{},
 		floors: newFloors(), requested: newFloors(),
 		queries: map[uint64]*Query{}, reads: map[uint64]*Read{}, groups: map[uint64]*Group{},
+		ordinalQueries: map[uint64]*OrdinalQuery{},
 	}
 	stagesMu.Lock()
 	stages[s.ID] = s
@@ -121,10 +126,12 @@ func (s *Stage) Destroy() {
 	for _, q := range s.queries {
 		q.close(s.dict)
 	}
-	for _, c := range s.columns {
-		c.Close()
+	for _, cols := range s.columns {
+		for _, c := range cols {
+			c.Close()
+		}
 	}
-	s.groups, s.reads, s.queries, s.columns = nil, nil, nil, nil
+	s.groups, s.reads, s.queries, s.columns, s.ordinalQueries = nil, nil, nil, nil, nil
 	s.ops = map[uint64]*sched.Op{}
 }
 
@@ -234,11 +241,7 @@ func (s *Stage) WaitOp(id, timeoutNs uint64) (WaitResult, error) {
 	if err != nil {
 		return WaitResult{}, err
 	}
-	d := time.Duration(-1)
-	if timeoutNs != TimeoutInfinite {
-		d = time.Duration(min(timeoutNs, uint64(1<<62)))
-	}
-	if !op.Wait(d) {
+	if !op.Wait(waitDuration(timeoutNs)) {
 		return WaitResult{Status: status.Timeout, LowestPending: op.LowestPending()}, nil
 	}
 	return WaitResult{Status: status.OK, ErrorOpIDs: op.FailedChain()}, nil
@@ -278,8 +281,44 @@ type Diagnostics struct {
 func (s *Stage) Diagnostics() Diagnostics {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	n := 0
+	for _, cols := range s.columns {
+		n += len(cols)
+	}
 	return Diagnostics{Ops: len(s.ops), Queries: len(s.queries), Reads: len(s.reads),
-		Groups: len(s.groups), Columns: len(s.columns)}
+		Groups: len(s.groups), Columns: n}
+}
+
+// addPrimsLocked records prims as existing (and in their parents' child sets).
+func (s *Stage) addPrimsLocked(prims []uint64) {
+	for _, p := range prims {
+		if _, ok := s.prims[p]; ok {
+			continue
+		}
+		s.prims[p] = struct{}{}
+		parent := s.dict.Parent(p)
+		kids := s.children[parent]
+		if kids == nil {
+			kids = map[uint64]struct{}{}
+			s.children[parent] = kids
+		}
+		kids[p] = struct{}{}
+	}
+}
+
+// removePrimsLocked forgets prims (whole-prim delete).
+func (s *Stage) removePrimsLocked(prims []uint64) {
+	for _, p := range prims {
+		if _, ok := s.prims[p]; !ok {
+			continue
+		}
+		delete(s.prims, p)
+		parent := s.dict.Parent(p)
+		delete(s.children[parent], p)
+		if len(s.children[parent]) == 0 {
+			delete(s.children, parent)
+		}
+	}
 }
 
 func (s *Stage) pathName(p uint64) string {

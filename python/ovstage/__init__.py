@@ -38,10 +38,10 @@ from ._errors import (
     OvxError,
 )
 from ._groups import AttributeMeta, ReadGroup
-from ._handles import Query, Read
+from ._handles import OrdinalQuery, Query, Read
 from ._ops import Operation
 from ._pathdict import PathDictionary, PathList
-from ._stage import OrdinalRange, Stage, library_version
+from ._stage import OrdinalRange, Stage, WriteDesc, library_version
 
 try:
     from ._version import __version__
@@ -67,6 +67,7 @@ __all__ = [
     "LogSeverity",
     "ManagedDLTensor",
     "Operation",
+    "OrdinalQuery",
     "OrdinalRange",
     "OvstageError",
     "OvxError",
@@ -79,6 +80,7 @@ __all__ = [
     "ReadGroup",
     "Scope",
     "Stage",
+    "WriteDesc",
     "__version__",
     "dltensor_to_numpy",
     "library_version",

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from ._ops import Operation
     from ._stage import Stage
 
-__all__ = ["Query", "Read"]
+__all__ = ["OrdinalQuery", "Query", "Read"]
 
 
 class _Handle:
@@ -111,3 +111,18 @@ class Read(_Handle):
     def release(self) -> Operation:
         """Enqueue the release of the read handle (fetched groups stay valid)."""
         return self._stage.release_read(self)
+
+
+class OrdinalQuery(_Handle):
+    """An ordinal query (write floor or retention frontier): ``fetch()`` its value."""
+
+    _kind = "OrdinalQuery"
+
+    def fetch(self, timeout: int = TIMEOUT_INFINITE) -> int:
+        """The ordinal, once computed (TIMEOUT raises OvstageError)."""
+        self._check()
+        return self._stage.fetch_ordinal(self, timeout)
+
+    def release(self) -> Operation:
+        """Enqueue the release of the ordinal query."""
+        return self._stage.release_ordinal_query(self)

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from ._dlpack import DLTensor, make_dltensor
-from ._enums import PrimMode, Scope
-from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError
+from ._enums import AttributeSemantic, PrimMode, Scope
+from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError, OvxError
 from ._groups import ReadGroup, ReadGroupRaw
 from ._guards import (
     as_attribute,
@@ -24,11 +24,11 @@ from ._guards import (
     as_uint32,
     as_uint64,
 )
-from ._handles import Query, Read
+from ._handles import OrdinalQuery, Query, Read
 from ._lib import call, native
 from ._ops import Operation
 
-__all__ = ["OrdinalRange", "Stage", "library_version"]
+__all__ = ["OrdinalRange", "Stage", "WriteDesc", "library_version"]
 
 _UINT64_MAX = (1 << 64) - 1
 
@@ -241,35 +241,20 @@ class Stage:
 
         The payload is copied before this returns, so the caller may reuse its buffers.
         ``index_map`` gathers payload rows, ``mask`` selects logical elements, ``count``
-        addresses the leading prims of the query.
+        addresses the leading prims of the query. ``is_array=True`` writes ragged rows: one
+        tensor of packed uniform rows, or a list with one tensor per row.
         """
         qh = _handle_of(query, Query, "query")
-        attr = as_attribute(attribute)
         ordinal = as_uint64(ordinal, "ordinal")
-        flag = as_bool_flag(is_array, "is_array")
         mode = as_enum(prim_mode, PrimMode, "prim_mode")
-        sem = as_int32(semantic, "semantic")
-        n, imap, words = _sparsity(index_map, mask, count)
+        desc = WriteDesc(
+            attribute, tensors, is_array, index_map, mask, count, cuda_event, cuda_stream, semantic
+        )
+        payload = _Payload.of(desc, "")
         self._require_live("write_attribute")
-        for name, value in (("cuda_event", cuda_event), ("cuda_stream", cuda_stream)):
-            if value is not None and as_uint64(value, name) != 0:
-                return Operation(
-                    self,
-                    ErrorCode.NOT_SUPPORTED,
-                    0,
-                    message=f"{name}: CUDA synchronization needs GPU support, "
-                    "which this build does not have",
-                )
-        dltensors = _as_dltensors(tensors)
-        ptrs = (ctypes.c_void_p * len(dltensors))(*(ctypes.addressof(t) for t in dltensors))
-        token, name = (attr, "") if isinstance(attr, int) else (0, attr)
-        if name and "\x00" in name:
-            return Operation(
-                self,
-                ErrorCode.INVALID_ARGUMENT,
-                0,
-                message="attribute: Token string contains embedded NUL",
-            )
+        if payload.rejection is not None:
+            return Operation(self, *payload.rejection)
+        token, name = (payload.attr, "") if isinstance(payload.attr, int) else (0, payload.attr)
         return self._enqueue(
             "write_attribute",
             native.WriteAttribute,
@@ -277,16 +262,94 @@ class Stage:
             token,
             name,
             ordinal,
-            ctypes.addressof(ptrs),
-            len(dltensors),
-            n,
-            _addr(imap),
-            0 if imap is None else len(imap),
-            _addr(words) if words is not None else 0,
-            0 if words is None else len(words),
-            sem,
-            flag,
+            ctypes.addressof(payload.ptrs),
+            len(payload.tensors),
+            payload.count,
+            _addr(payload.index_map),
+            0 if payload.index_map is None else len(payload.index_map),
+            _addr(payload.mask),
+            0 if payload.mask is None else len(payload.mask),
+            payload.semantic,
+            payload.is_array,
             int(mode),
+        )
+
+    def write_attributes(
+        self,
+        query: Query | int,
+        writes: Sequence[WriteDesc],
+        ordinal: int,
+        *,
+        prim_mode: PrimMode | int = PrimMode.UPSERT,
+    ) -> Operation:
+        """Enqueue several writes of distinct attributes at one ordinal as one op.
+
+        The whole batch is validated before anything is queued. Like the reference it is not
+        atomic: if an entry fails while executing, earlier entries stay applied.
+        """
+        qh = _handle_of(query, Query, "query")
+        ordinal = as_uint64(ordinal, "ordinal")
+        mode = as_enum(prim_mode, PrimMode, "prim_mode")
+        if isinstance(writes, WriteDesc) or not isinstance(writes, Sequence):
+            raise TypeError("writes must be a sequence of WriteDesc")
+        payloads = []
+        for i, desc in enumerate(writes):
+            if not isinstance(desc, WriteDesc):
+                raise TypeError(f"writes[{i}] must be a WriteDesc, got {type(desc).__name__}")
+            payloads.append(_Payload.of(desc, f"writes[{i}]: "))
+        self._require_live("write_attributes")
+        entries = (_WriteEntry * max(1, len(payloads)))()
+        for i, payload in enumerate(payloads):
+            if payload.rejection is not None:
+                return Operation(self, *payload.rejection)
+            attr = payload.attr
+            if isinstance(attr, str):
+                try:
+                    attr = call(native.InternToken, attr)
+                except OvxError as exc:
+                    return Operation(
+                        self,
+                        ErrorCode.INVALID_ARGUMENT,
+                        0,
+                        message=f"writes[{i}]: attribute: {exc.message}",
+                    )
+            entries[i] = payload.entry(attr)
+        return self._enqueue(
+            "write_attributes",
+            native.WriteAttributes,
+            qh,
+            ctypes.addressof(entries),
+            len(payloads),
+            ordinal,
+            int(mode),
+        )
+
+    def delete_attributes(
+        self, query: Query | int, attributes: Sequence[int | str], ordinal: int
+    ) -> Operation:
+        """Enqueue tombstones at ``ordinal`` for ``attributes`` on the query's prims; an empty
+        list deletes the whole prims (all their attributes; they stop existing)."""
+        qh = _handle_of(query, Query, "query")
+        ordinal = as_uint64(ordinal, "ordinal")
+        if isinstance(attributes, (str, int)) or attributes is None:
+            raise TypeError("attributes must be a sequence of attribute tokens or names")
+        values = [as_attribute(a, f"attributes[{i}]") for i, a in enumerate(attributes)]
+        self._require_live("delete_attributes")
+        tokens = array.array("Q")
+        for i, value in enumerate(values):
+            if isinstance(value, str):
+                try:
+                    value = call(native.InternToken, value)
+                except OvxError as exc:
+                    return Operation(
+                        self,
+                        ErrorCode.INVALID_ARGUMENT,
+                        0,
+                        message=f"attributes[{i}]: {exc.message}",
+                    )
+            tokens.append(value)
+        return self._enqueue(
+            "delete_attributes", native.DeleteAttributes, qh, _addr(tokens), len(tokens), ordinal
         )
 
     # -- floors ---------------------------------------------------------------------------
@@ -297,7 +360,13 @@ class Stage:
         """Enqueue sealing of every ordinal <= ``ordinal`` (floors never move down)."""
         ordinal = as_uint64(ordinal, "ordinal")
         sc = as_enum(scope, Scope, "scope")
-        attrs = _u64_array(attributes or (), "attributes")
+        if isinstance(attributes, (str, int)):
+            raise TypeError("attributes must be a sequence of attribute tokens or names")
+        values = [as_attribute(a, f"attributes[{i}]") for i, a in enumerate(attributes or ())]
+        self._require_live("advance_write_floor")
+        attrs = array.array(
+            "Q", (v if isinstance(v, int) else call(native.InternToken, v) for v in values)
+        )
         return self._enqueue(
             "advance_write_floor",
             native.AdvanceWriteFloor,
@@ -307,8 +376,46 @@ class Stage:
             len(attrs),
         )
 
-    def _global_write_floor(self) -> int:
-        return call(native.GlobalWriteFloor, self._require_live("get_attribute_write_floor"))
+    def get_oldest_preserved_ordinal(self) -> OrdinalQuery:
+        """Enqueue a query of the retention frontier (change membership is exact at or
+        above it)."""
+        return self._ordinal_query("get_oldest_preserved_ordinal", native.GetOldestPreservedOrdinal)
+
+    def get_attribute_write_floor(self, attribute: int | str | None = None) -> OrdinalQuery:
+        """Enqueue a query of ``attribute``'s effective write floor; ``None`` asks for the
+        global floor (the minimum over known attributes)."""
+        token = 0
+        if attribute is not None:
+            value = as_attribute(attribute)
+            self._require_live("get_attribute_write_floor")
+            token = value if isinstance(value, int) else call(native.InternToken, value)
+        return self._ordinal_query(
+            "get_attribute_write_floor", native.GetAttributeWriteFloor, token
+        )
+
+    def _ordinal_query(self, what: str, fn: Any, *args: Any) -> OrdinalQuery:
+        sid = self._require_live(what)
+        try:
+            handle, op_id = call(fn, sid, *args).split(" ")
+        except OvstageError as exc:
+            return OrdinalQuery(self, 0, self._rejected(exc))
+        return OrdinalQuery(self, int(handle), Operation(self, ErrorCode.OK, int(op_id)))
+
+    def fetch_ordinal(
+        self, ordinal_query: OrdinalQuery | int, timeout: int = TIMEOUT_INFINITE
+    ) -> int:
+        """The value of an ordinal query (TIMEOUT raises OvstageError)."""
+        handle = _handle_of(ordinal_query, OrdinalQuery, "ordinal_query")
+        timeout_ns = as_timeout(timeout)
+        return call(native.FetchOrdinal, self._require_live("fetch_ordinal"), handle, timeout_ns)
+
+    def release_ordinal_query(self, ordinal_query: OrdinalQuery | int) -> Operation:
+        """Enqueue the release of an ordinal query."""
+        handle = _handle_of(ordinal_query, OrdinalQuery, "ordinal_query")
+        op = self._enqueue("release_ordinal_query", native.ReleaseOrdinalQuery, handle)
+        if op.ok and isinstance(ordinal_query, OrdinalQuery):
+            ordinal_query._released = True
+        return op
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -423,6 +530,96 @@ def _sparsity(
         if n > 64 * len(words):
             raise ValueError(f"count {n} exceeds 64 * len(mask) = {64 * len(words)}")
     return n or 0, imap, words
+
+
+@dataclass
+class WriteDesc:
+    """One entry of :meth:`Stage.write_attributes` (the same arguments as ``write_attribute``)."""
+
+    attribute: int | str
+    tensors: Any
+    is_array: bool
+    index_map: Sequence[int] | None = None
+    mask: Sequence[int] | None = None
+    count: int | None = None
+    cuda_event: int | None = None
+    cuda_stream: int | None = None
+    semantic: int = AttributeSemantic.NONE
+
+
+class _WriteEntry(ctypes.Structure):
+    """Mirror of pybind's writeEntry: one batch entry, twelve 8-byte fields."""
+
+    _fields_ = [
+        ("attr", ctypes.c_uint64),
+        ("tensors", ctypes.c_uint64),
+        ("tensor_count", ctypes.c_uint64),
+        ("count", ctypes.c_uint64),
+        ("index_map", ctypes.c_uint64),
+        ("index_map_len", ctypes.c_uint64),
+        ("has_index_map", ctypes.c_uint64),
+        ("mask", ctypes.c_uint64),
+        ("mask_len", ctypes.c_uint64),
+        ("has_mask", ctypes.c_uint64),
+        ("semantic", ctypes.c_int64),
+        ("is_array", ctypes.c_uint64),
+    ]
+
+
+@dataclass
+class _Payload:
+    """A write's arguments after the Python-side guards (spec §5.3), ready for the engine.
+
+    It keeps the converted tensors and arrays alive for the duration of the native call (the
+    engine copies what it needs before the call returns).
+    """
+
+    attr: int | str
+    is_array: bool
+    semantic: int
+    count: int
+    index_map: np.ndarray | None
+    mask: np.ndarray | None
+    tensors: list[DLTensor]
+    ptrs: Any
+    rejection: tuple[int, int, Any, str] | None = None
+
+    @classmethod
+    def of(cls, desc: WriteDesc, label: str) -> _Payload:
+        attr = as_attribute(desc.attribute, f"{label}attribute")
+        flag = as_bool_flag(desc.is_array, f"{label}is_array")
+        sem = as_int32(desc.semantic, f"{label}semantic")
+        n, imap, words = _sparsity(desc.index_map, desc.mask, desc.count)
+        rejection = None
+        for name, value in (("cuda_event", desc.cuda_event), ("cuda_stream", desc.cuda_stream)):
+            if value is not None and as_uint64(value, f"{label}{name}") != 0:
+                message = (
+                    f"{label}{name}: CUDA synchronization needs GPU support, "
+                    "which this build does not have"
+                )
+                rejection = (ErrorCode.NOT_SUPPORTED, 0, None, message)
+        tensors = _as_dltensors(desc.tensors)
+        ptrs = (ctypes.c_void_p * len(tensors))(*(ctypes.addressof(t) for t in tensors))
+        if isinstance(attr, str) and "\x00" in attr:
+            message = f"{label}attribute: Token string contains embedded NUL"
+            rejection = (ErrorCode.INVALID_ARGUMENT, 0, None, message)
+        return cls(attr, flag, sem, n, imap, words, tensors, ptrs, rejection)
+
+    def entry(self, token: int) -> _WriteEntry:
+        return _WriteEntry(
+            token,
+            ctypes.addressof(self.ptrs),
+            len(self.tensors),
+            self.count,
+            _addr(self.index_map),
+            0 if self.index_map is None else len(self.index_map),
+            self.index_map is not None,
+            _addr(self.mask),
+            0 if self.mask is None else len(self.mask),
+            self.mask is not None,
+            self.semantic,
+            self.is_array,
+        )
 
 
 def _as_dltensors(tensors: Any) -> list[DLTensor]:
