@@ -106,4 +106,3 @@ func (s *Stage) applyDelete(op *sched.Op, q *Query, attrs []uint64, ordinal uint
 	}
 	return nil
 }
-

@@ -51,13 +51,13 @@ type Stage struct {
 	prims    map[uint64]struct{}
 	children map[uint64]map[uint64]struct{}
 	// columns: every column of each attribute name (one per storage schema, usually one).
-	columns         map[uint64][]*column.Column
-	floors          floors // applied floors
-	requested       floors // floors asked for by enqueued advances (admission at enqueue)
-	queries         map[uint64]*Query
-	reads           map[uint64]*Read
-	groups          map[uint64]*Group
-	ordinalQueries  map[uint64]*OrdinalQuery
+	columns        map[uint64][]*column.Column
+	floors         floors // applied floors
+	requested      floors // floors asked for by enqueued advances (admission at enqueue)
+	queries        map[uint64]*Query
+	reads          map[uint64]*Read
+	groups         map[uint64]*Group
+	ordinalQueries map[uint64]*OrdinalQuery
 	// toStart holds ops enqueued under s.mu; unlockAndStart submits them once the lock is
 	// released, because a ready op may run inline and take s.mu itself.
 	toStart []func()
@@ -77,7 +77,7 @@ func NewStage(name string, cfg Config) *Stage {
 		pendingMutations: map[*sched.Op]uint64{}, pendingAdvances: map[*sched.Op]struct{}{},
 		prims: map[uint64]struct{}{}, children: map[uint64]map[uint64]struct{}{},
 		columns: map[uint64][]*column.Column{},
-		floors: newFloors(), requested: newFloors(),
+		floors:  newFloors(), requested: newFloors(),
 		queries: map[uint64]*Query{}, reads: map[uint64]*Read{}, groups: map[uint64]*Group{},
 		ordinalQueries: map[uint64]*OrdinalQuery{},
 	}
