@@ -187,11 +187,7 @@ func (s *Stage) latestGroupsLocked(q *Query, a uint64, name string) ([]*Group, e
 		if err != nil {
 			return groups, err
 		}
-		var dataRows []int32
-		if !sel.IdentityRows {
-			dataRows = sel.Rows
-		}
-		g, err := s.valueGroupLocked(q, a, c, sel.QueryIdx, sel.Count, snap, dataRows)
+		g, err := s.valueGroupLocked(q, a, c, sel.QueryIdx, sel.Count, snap, sel.Rows)
 		if err != nil {
 			return groups, err
 		}
@@ -209,11 +205,7 @@ func (s *Stage) rangeGroupsLocked(q *Query, a uint64, name string, rng OrdinalRa
 			return groups, err
 		}
 		if len(sel.ValueRows) > 0 {
-			var dataRows []int32
-			if !identityRows(sel.ValueRows) {
-				dataRows = sel.ValueRows
-			}
-			g, err := s.valueGroupLocked(q, a, c, sel.ValueQueryIdx, len(sel.ValueRows), sel.Values, dataRows)
+			g, err := s.valueGroupLocked(q, a, c, sel.ValueQueryIdx, len(sel.ValueRows), sel.Values, sel.ValueRows)
 			if err != nil {
 				return groups, err
 			}
@@ -232,15 +224,6 @@ func (s *Stage) rangeGroupsLocked(q *Query, a uint64, name string, rng OrdinalRa
 	return groups, nil
 }
 
-func identityRows(rows []int32) bool {
-	for k, r := range rows {
-		if int(r) != k {
-			return false
-		}
-	}
-	return true
-}
-
 // newGroupLocked starts a group over the query's prims queryIdx (nil: all of them, in order),
 // holding a reference to the query's path list.
 func (s *Stage) newGroupLocked(q *Query, a, ordinal uint64, queryIdx []uint32) (*Group, error) {
@@ -256,10 +239,11 @@ func (s *Stage) newGroupLocked(q *Query, a, ordinal uint64, queryIdx []uint32) (
 		dict: s.dict}, nil
 }
 
-// valueGroupLocked makes the group of a snapshot: a fixed column gives one tensor (row k, or
-// dataRows[k]), an array column one tensor per local prim. It takes over snap's references.
+// valueGroupLocked makes the group of a snapshot: a fixed column gives one tensor (row k when
+// the snapshot is dense, else rows[k] through a data index map), an array column one tensor
+// per local prim. It takes over snap's references.
 func (s *Stage) valueGroupLocked(q *Query, a uint64, c *column.Column, queryIdx []uint32, count int,
-	snap column.Snapshot, dataRows []int32) (*Group, error) {
+	snap column.Snapshot, rows []int32) (*Group, error) {
 	if queryIdx == nil && count != len(q.Paths) {
 		snap.Release()
 		return nil, status.Errorf(status.Internal, "selection of %d prims without an index map over a %d-prim query", count, len(q.Paths))
@@ -274,9 +258,9 @@ func (s *Stage) valueGroupLocked(q *Query, a uint64, c *column.Column, queryIdx 
 		g.Tensors = append(g.Tensors, TensorView{Buffer: v.Buffer, ByteOffset: int(v.ByteOffset),
 			DType: c.Schema.DType, Rows: v.Rows, DeviceType: dlpack.DeviceCPU})
 	}
-	if dataRows != nil {
-		g.DataIndexMap = make([]uint32, len(dataRows))
-		for k, r := range dataRows {
+	if !c.Schema.IsArray && !snap.Dense {
+		g.DataIndexMap = make([]uint32, len(rows))
+		for k, r := range rows {
 			g.DataIndexMap[k] = uint32(r)
 		}
 	}

@@ -58,6 +58,7 @@ type Stage struct {
 	reads          map[uint64]*Read
 	groups         map[uint64]*Group
 	ordinalQueries map[uint64]*OrdinalQuery
+	maps           map[uint64]*Map
 	// toStart holds ops enqueued under s.mu; unlockAndStart submits them once the lock is
 	// released, because a ready op may run inline and take s.mu itself.
 	toStart []func()
@@ -79,7 +80,7 @@ func NewStage(name string, cfg Config) *Stage {
 		columns: map[uint64][]*column.Column{},
 		floors:  newFloors(), requested: newFloors(),
 		queries: map[uint64]*Query{}, reads: map[uint64]*Read{}, groups: map[uint64]*Group{},
-		ordinalQueries: map[uint64]*OrdinalQuery{},
+		ordinalQueries: map[uint64]*OrdinalQuery{}, maps: map[uint64]*Map{},
 	}
 	stagesMu.Lock()
 	stages[s.ID] = s
@@ -126,12 +127,18 @@ func (s *Stage) Destroy() {
 	for _, q := range s.queries {
 		q.close(s.dict)
 	}
+	for _, m := range s.maps {
+		for _, g := range m.groups {
+			g.release()
+			g.staging.Release()
+		}
+	}
 	for _, cols := range s.columns {
 		for _, c := range cols {
 			c.Close()
 		}
 	}
-	s.groups, s.reads, s.queries, s.columns, s.ordinalQueries = nil, nil, nil, nil, nil
+	s.groups, s.reads, s.queries, s.columns, s.ordinalQueries, s.maps = nil, nil, nil, nil, nil, nil
 	s.ops = map[uint64]*sched.Op{}
 }
 
