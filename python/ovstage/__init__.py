@@ -37,10 +37,11 @@ from ._errors import (
     OvstageError,
     OvxError,
 )
-from ._groups import AttributeMeta, ReadGroup
-from ._handles import OrdinalQuery, Query, Read
+from ._groups import AttributeMeta, MapGroup, ReadGroup
+from ._handles import Map, OrdinalQuery, Query, Read
 from ._ops import Operation
 from ._pathdict import PathDictionary, PathList
+from ._query import Filter, Predicate, QueryResult
 from ._stage import OrdinalRange, Stage, WriteDesc, library_version
 
 try:
@@ -61,11 +62,14 @@ __all__ = [
     "DLDeviceType",
     "DLTensor",
     "ErrorCode",
+    "Filter",
     "FilterOp",
     "HierarchyComputationModel",
     "HierarchyRelation",
     "LogSeverity",
     "ManagedDLTensor",
+    "Map",
+    "MapGroup",
     "Operation",
     "OrdinalQuery",
     "OrdinalRange",
@@ -74,8 +78,10 @@ __all__ = [
     "PathDictionary",
     "PathList",
     "PopulationDomain",
+    "Predicate",
     "PrimMode",
     "Query",
+    "QueryResult",
     "Read",
     "ReadGroup",
     "Scope",

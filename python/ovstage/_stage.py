@@ -11,22 +11,25 @@ from typing import Any
 
 import numpy as np
 
-from ._dlpack import DLTensor, make_dltensor
+from ._dlpack import DLDataType, DLTensor, make_dltensor
 from ._enums import AttributeSemantic, PrimMode, Scope
 from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError, OvxError
-from ._groups import ReadGroup, ReadGroupRaw
+from ._groups import MapGroup, ReadGroup, ReadGroupRaw
 from ._guards import (
     as_attribute,
     as_bool_flag,
     as_enum,
     as_int32,
+    as_size_t,
+    as_str,
     as_timeout,
     as_uint32,
     as_uint64,
 )
-from ._handles import OrdinalQuery, Query, Read
+from ._handles import Map, OrdinalQuery, Query, Read
 from ._lib import call, native
 from ._ops import Operation
+from ._query import Filter, QueryResult
 
 __all__ = ["OrdinalRange", "Stage", "WriteDesc", "library_version"]
 
@@ -204,6 +207,84 @@ class Stage:
 
     # -- queries --------------------------------------------------------------------------
 
+    def query(
+        self, filter: Filter | None = None, attrs: Sequence[int | str] | None = None
+    ) -> Query:
+        """Enqueue a filter query over the prims the stage holds (committed state).
+
+        ``attrs`` scopes attribute discovery (see ``Query.result()``); the handle is usable at
+        once by reads and writes, which run after the query.
+        """
+        if filter is not None and not isinstance(filter, Filter):
+            raise TypeError(f"filter must be a Filter or None, got {type(filter).__name__}")
+        predicates = filter.predicates if filter is not None else []
+        if isinstance(attrs, (str, int)):
+            raise TypeError("attrs must be a sequence of attribute tokens or names")
+        self._require_live("query")
+        preds = array.array("Q")
+        values: list[bytes] = []
+        for i, p in enumerate(predicates):
+            attr = self._token(p.attribute, f"filter predicate {i} attribute")
+            preds.extend((attr, int(p.op), len(p.values)))
+            for v in p.values:
+                if "\x00" in v:
+                    return Query(
+                        self,
+                        0,
+                        Operation(
+                            self,
+                            ErrorCode.INVALID_ARGUMENT,
+                            0,
+                            message=f"filter predicate {i}: a value contains NUL",
+                        ),
+                    )
+                values.append(v.encode("utf-8"))
+        tokens = array.array("Q")
+        for i, a in enumerate(attrs or ()):
+            tokens.append(self._token(as_attribute(a, f"attrs[{i}]"), f"attrs[{i}]"))
+        blob = array.array("B", b"".join(values))
+        lens = array.array("Q", (len(v) for v in values))
+        try:
+            out = call(
+                native.Query,
+                self._id,
+                _addr(preds),
+                len(predicates),
+                _addr(blob),
+                len(blob),
+                _addr(lens),
+                len(lens),
+                _addr(tokens),
+                len(tokens),
+                attrs is not None,
+            )
+        except OvstageError as exc:
+            return Query(self, 0, self._rejected(exc))
+        handle, op_id = out.split(" ")
+        return Query(self, int(handle), Operation(self, ErrorCode.OK, int(op_id)))
+
+    def _token(self, attr: int | str, what: str) -> int:
+        """A token for an attribute argument (strings are interned)."""
+        if isinstance(attr, int):
+            return attr
+        try:
+            return call(native.InternToken, attr)
+        except OvxError as exc:
+            raise ValueError(f"{what}: {exc.message}") from None
+
+    def fetch_query_result(
+        self, query: Query | int, timeout: int = TIMEOUT_INFINITE
+    ) -> QueryResult:
+        """The query's discovered attributes and prim count (waits for the query)."""
+        handle = _handle_of(query, Query, "query")
+        timeout_ns = as_timeout(timeout)
+        out = call(
+            native.FetchQueryResult, self._require_live("fetch_query_result"), handle, timeout_ns
+        )
+        count, tokens = out.split(" ")
+        attrs = [int(t) for t in tokens.split(",")] if tokens else []
+        return QueryResult(attrs, int(count), handle)
+
     def query_from_path_list(self, path_list: int) -> Query:
         """Wrap a path list as a query (synchronous; prims need not exist)."""
         handle = as_uint64(path_list, "path_list")
@@ -351,6 +432,155 @@ class Stage:
         return self._enqueue(
             "delete_attributes", native.DeleteAttributes, qh, _addr(tokens), len(tokens), ordinal
         )
+
+    # -- clone --------------------------------------------------------------------------
+
+    def clone_async(self, source_path: str, target_paths: Sequence[str], ordinal: int) -> Operation:
+        """Enqueue a copy of ``source_path``'s subtree to every target (one mutation at
+        ``ordinal``). A missing source or an existing target fails the op; nothing is cloned."""
+        source = as_str(source_path, "source_path")
+        if isinstance(target_paths, str):
+            raise TypeError("target_paths must be a sequence of str, not a single str")
+        targets = [
+            as_str(t, f"target_paths[{i}]").encode("utf-8") for i, t in enumerate(target_paths)
+        ]
+        ordinal = as_uint64(ordinal, "ordinal")
+        self._require_live("clone")
+        if "\x00" in source or any(b"\x00" in t for t in targets):
+            return Operation(
+                self, ErrorCode.INVALID_ARGUMENT, 0, message="paths must not contain NUL"
+            )
+        blob = array.array("B", b"".join(targets))
+        lens = array.array("Q", (len(t) for t in targets))
+        return self._enqueue(
+            "clone", native.Clone, source, _addr(blob), len(blob), _addr(lens), len(lens), ordinal
+        )
+
+    def clone(self, source_path: str, target_paths: Sequence[str], ordinal: int) -> None:
+        """Clone and wait (raises OvstageError on failure)."""
+        self.clone_async(source_path, target_paths, ordinal).wait()
+
+    # -- map / unmap ----------------------------------------------------------------------
+
+    def map_attribute(
+        self,
+        query: Query | int,
+        attribute: int | str,
+        ordinal: int,
+        *,
+        prim_mode: PrimMode | int = PrimMode.UPSERT,
+        dtype: DLDataType | None = None,
+        semantic: int = 0,
+        element_sizes: Sequence[int] | None = None,
+    ) -> Map:
+        """Enqueue a map session: writable buffers for the query's prims, committed at
+        ``ordinal`` by ``unmap_group``/``unmap_attribute``. ``dtype`` is needed only to create
+        the attribute; ``element_sizes`` (one per prim) maps a ragged attribute."""
+        qh = _handle_of(query, Query, "query")
+        attr = as_attribute(attribute)
+        ordinal = as_uint64(ordinal, "ordinal")
+        mode = as_enum(prim_mode, PrimMode, "prim_mode")
+        sem = as_int32(semantic, "semantic")
+        if dtype is not None and not isinstance(dtype, DLDataType):
+            raise TypeError(f"dtype must be a DLDataType or None, got {type(dtype).__name__}")
+        sizes = None
+        if element_sizes is not None:
+            if isinstance(element_sizes, (str, int)):
+                raise TypeError("element_sizes must be a sequence of ints")
+            sizes = array.array(
+                "Q", (as_size_t(n, f"element_sizes[{i}]") for i, n in enumerate(element_sizes))
+            )
+        code, bits, lanes = (
+            (dtype.code, dtype.bits, dtype.lanes) if dtype is not None else (0, 0, 0)
+        )
+        sid = self._require_live("map_attribute")
+        token, name = (attr, "") if isinstance(attr, int) else (0, attr)
+        if "\x00" in name:
+            return Map(
+                self,
+                0,
+                Operation(
+                    self,
+                    ErrorCode.INVALID_ARGUMENT,
+                    0,
+                    message="attribute: Token string contains embedded NUL",
+                ),
+            )
+        try:
+            out = call(
+                native.MapAttribute,
+                sid,
+                qh,
+                token,
+                name,
+                ordinal,
+                int(mode),
+                code,
+                bits,
+                lanes,
+                sem,
+                _addr(sizes),
+                0 if sizes is None else len(sizes),
+                sizes is not None,
+            )
+        except OvstageError as exc:
+            return Map(self, 0, self._rejected(exc))
+        handle, op_id = out.split(" ")
+        return Map(self, int(handle), Operation(self, ErrorCode.OK, int(op_id)))
+
+    def fetch_map_next(self, map: Map | int, timeout: int = TIMEOUT_INFINITE) -> MapGroup | None:
+        """The session's next writable group, or None after the last."""
+        mh = _handle_of(map, Map, "map")
+        timeout_ns = as_timeout(timeout)
+        try:
+            addr = call(native.FetchMapNext, self._require_live("fetch_map_next"), mh, timeout_ns)
+        except OvstageError as exc:
+            if exc.code == ErrorCode.END_OF_ITERATION:
+                return None
+            raise
+        group = MapGroup._from_native(addr, self)
+        if isinstance(map, Map):
+            map._groups.append(group)
+        return group
+
+    def unmap_group(
+        self,
+        map: Map | int,
+        group: MapGroup,
+        cuda_event: int | None = None,
+        cuda_stream: int | None = None,
+    ) -> Operation:
+        """Enqueue the commit of one fetched group at the session's ordinal."""
+        mh = _handle_of(map, Map, "map")
+        if not isinstance(group, MapGroup):
+            raise TypeError(f"group must be a MapGroup, got {type(group).__name__}")
+        rejection = _cuda_rejection(cuda_event, cuda_stream)
+        gid = group._group_id()
+        if rejection is not None:
+            return Operation(self, *rejection)
+        op = self._enqueue("unmap_group", native.UnmapGroup, mh, gid)
+        if op.ok:
+            group._mark_released()
+        return op
+
+    def unmap_attribute(
+        self,
+        map: Map | int,
+        cuda_event: int | None = None,
+        cuda_stream: int | None = None,
+    ) -> Operation:
+        """Enqueue the commit of every remaining group; the session ends."""
+        mh = _handle_of(map, Map, "map")
+        rejection = _cuda_rejection(cuda_event, cuda_stream)
+        if rejection is not None:
+            self._require_live("unmap_attribute")
+            return Operation(self, *rejection)
+        op = self._enqueue("unmap_attribute", native.UnmapAttribute, mh)
+        if op.ok and isinstance(map, Map):
+            map._released = True
+            for group in map._groups:
+                group._mark_released()
+        return op
 
     # -- floors ---------------------------------------------------------------------------
 
@@ -532,6 +762,17 @@ def _sparsity(
     return n or 0, imap, words
 
 
+def _cuda_rejection(cuda_event: Any, cuda_stream: Any) -> tuple[int, int, Any, str] | None:
+    """CUDA synchronization arguments need GPU support: non-zero ones are rejected."""
+    for name, value in (("cuda_event", cuda_event), ("cuda_stream", cuda_stream)):
+        if value is not None and as_uint64(value, name) != 0:
+            message = (
+                f"{name}: CUDA synchronization needs GPU support, which this build does not have"
+            )
+            return (ErrorCode.NOT_SUPPORTED, 0, None, message)
+    return None
+
+
 @dataclass
 class WriteDesc:
     """One entry of :meth:`Stage.write_attributes` (the same arguments as ``write_attribute``)."""
@@ -590,14 +831,7 @@ class _Payload:
         flag = as_bool_flag(desc.is_array, f"{label}is_array")
         sem = as_int32(desc.semantic, f"{label}semantic")
         n, imap, words = _sparsity(desc.index_map, desc.mask, desc.count)
-        rejection = None
-        for name, value in (("cuda_event", desc.cuda_event), ("cuda_stream", desc.cuda_stream)):
-            if value is not None and as_uint64(value, f"{label}{name}") != 0:
-                message = (
-                    f"{label}{name}: CUDA synchronization needs GPU support, "
-                    "which this build does not have"
-                )
-                rejection = (ErrorCode.NOT_SUPPORTED, 0, None, message)
+        rejection = _cuda_rejection(desc.cuda_event, desc.cuda_stream)
         tensors = _as_dltensors(desc.tensors)
         ptrs = (ctypes.c_void_p * len(tensors))(*(ctypes.addressof(t) for t in tensors))
         if isinstance(attr, str) and "\x00" in attr:
