@@ -398,11 +398,8 @@ func (s *Stage) FetchQueryResult(h, timeoutNs uint64) (QueryResult, error) {
 		return QueryResult{}, err
 	}
 	if q.Producer != nil {
-		if !q.Producer.Wait(waitDuration(timeoutNs)) {
-			return QueryResult{}, status.Errorf(status.Timeout, "query %d is not finished", h)
-		}
-		if err := q.Producer.Err(); err != nil {
-			return QueryResult{}, status.Errorf(status.OpFailed, "query %d failed: %s", h, status.MessageOf(err))
+		if err := awaitResult(q.Producer, timeoutNs, "query", h); err != nil {
+			return QueryResult{}, err
 		}
 	}
 	s.mu.Lock()

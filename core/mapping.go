@@ -216,10 +216,7 @@ func (s *Stage) FetchMapNext(h, timeoutNs uint64) (*MapGroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !m.Op.Wait(waitDuration(timeoutNs)) {
-		return nil, status.Errorf(status.Timeout, "map %d is not ready", h)
-	}
-	if err := m.Op.Err(); err != nil {
+	if err := awaitOp(m.Op, timeoutNs, "map", h); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()

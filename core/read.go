@@ -288,10 +288,7 @@ func (s *Stage) FetchReadNext(h, timeoutNs uint64) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !r.Op.Wait(waitDuration(timeoutNs)) {
-		return nil, status.Errorf(status.Timeout, "read %d is not finished", h)
-	}
-	if err := r.Op.Err(); err != nil {
+	if err := awaitOp(r.Op, timeoutNs, "read", h); err != nil {
 		return nil, err
 	}
 	r.mu.Lock()

@@ -235,6 +235,25 @@ func (s *Stage) lookupOp(id uint64) (*sched.Op, error) {
 	return op, nil
 }
 
+// awaitOp waits up to timeoutNs for the op that produces handle h (a TIMEOUT error when it is
+// not done in time) and returns the op's own failure.
+func awaitOp(op *sched.Op, timeoutNs uint64, what string, h uint64) error {
+	if !op.Wait(waitDuration(timeoutNs)) {
+		return status.Errorf(status.Timeout, "%s %d is not finished", what, h)
+	}
+	return op.Err()
+}
+
+// awaitResult is awaitOp for fetches of a result: a failed producer is reported as OP_FAILED
+// (spec §2.6) with the producer's message.
+func awaitResult(op *sched.Op, timeoutNs uint64, what string, h uint64) error {
+	err := awaitOp(op, timeoutNs, what, h)
+	if err == nil || status.CodeOf(err) == status.Timeout {
+		return err
+	}
+	return status.Errorf(status.OpFailed, "%s %d failed: %s", what, h, status.MessageOf(err))
+}
+
 // WaitResult is the outcome of WaitOp.
 type WaitResult struct {
 	Status        status.Code // OK or Timeout
