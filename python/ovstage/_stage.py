@@ -29,7 +29,7 @@ from ._guards import (
 from ._handles import Map, OrdinalQuery, Query, Read
 from ._lib import call, native
 from ._ops import Operation
-from ._query import Filter, QueryResult
+from ._query import Filter, Predicate, QueryResult
 
 __all__ = ["OrdinalRange", "Stage", "WriteDesc", "library_version"]
 
@@ -221,27 +221,10 @@ class Stage:
         if isinstance(attrs, (str, int)):
             raise TypeError("attrs must be a sequence of attribute tokens or names")
         self._require_live("query")
-        preds = array.array("Q")
-        values: list[bytes] = []
-        for i, p in enumerate(predicates):
-            attr = self._token(p.attribute, f"filter predicate {i} attribute")
-            preds.extend((attr, int(p.op), len(p.values)))
-            for v in p.values:
-                if "\x00" in v:
-                    return Query(
-                        self,
-                        0,
-                        Operation(
-                            self,
-                            ErrorCode.INVALID_ARGUMENT,
-                            0,
-                            message=f"filter predicate {i}: a value contains NUL",
-                        ),
-                    )
-                values.append(v.encode("utf-8"))
-        tokens = array.array("Q")
-        for i, a in enumerate(attrs or ()):
-            tokens.append(self._token(as_attribute(a, f"attrs[{i}]"), f"attrs[{i}]"))
+        try:
+            preds, values, tokens = self._encode_query(predicates, attrs)
+        except OvstageError as exc:
+            return Query(self, 0, self._rejected(exc))
         blob = array.array("B", b"".join(values))
         lens = array.array("Q", (len(v) for v in values))
         try:
@@ -263,14 +246,36 @@ class Stage:
         handle, op_id = out.split(" ")
         return Query(self, int(handle), Operation(self, ErrorCode.OK, int(op_id)))
 
+    def _encode_query(
+        self, predicates: list[Predicate], attrs: Sequence[int | str] | None
+    ) -> tuple[array.array[int], list[bytes], array.array[int]]:
+        """Predicates as (attribute, op, value count) triples, their values, and the attrs."""
+        preds = array.array("Q")
+        values: list[bytes] = []
+        for i, p in enumerate(predicates):
+            attr = self._token(p.attribute, f"filter predicate {i} attribute")
+            preds.extend((attr, int(p.op), len(p.values)))
+            for v in p.values:
+                if "\x00" in v:
+                    raise OvstageError(
+                        ErrorCode.INVALID_ARGUMENT, f"filter predicate {i}: a value contains NUL"
+                    )
+                values.append(v.encode("utf-8"))
+        tokens = array.array("Q")
+        for i, a in enumerate(attrs or ()):
+            tokens.append(self._token(as_attribute(a, f"attrs[{i}]"), f"attrs[{i}]"))
+        return preds, values, tokens
+
     def _token(self, attr: int | str, what: str) -> int:
-        """A token for an attribute argument (strings are interned)."""
+        """A token for an attribute argument: strings are interned; an empty or NUL-containing
+        name raises OvstageError(INVALID_ARGUMENT) naming the argument (enqueue methods turn
+        it into a rejected Operation)."""
         if isinstance(attr, int):
             return attr
         try:
             return call(native.InternToken, attr)
         except OvxError as exc:
-            raise ValueError(f"{what}: {exc.message}") from None
+            raise OvstageError(ErrorCode.INVALID_ARGUMENT, f"{what}: {exc.message}") from None
 
     def fetch_query_result(
         self, query: Query | int, timeout: int = TIMEOUT_INFINITE
@@ -383,18 +388,10 @@ class Stage:
         for i, payload in enumerate(payloads):
             if payload.rejection is not None:
                 return Operation(self, *payload.rejection)
-            attr = payload.attr
-            if isinstance(attr, str):
-                try:
-                    attr = call(native.InternToken, attr)
-                except OvxError as exc:
-                    return Operation(
-                        self,
-                        ErrorCode.INVALID_ARGUMENT,
-                        0,
-                        message=f"writes[{i}]: attribute: {exc.message}",
-                    )
-            entries[i] = payload.entry(attr)
+            try:
+                entries[i] = payload.entry(self._token(payload.attr, f"writes[{i}]: attribute"))
+            except OvstageError as exc:
+                return self._rejected(exc)
         return self._enqueue(
             "write_attributes",
             native.WriteAttributes,
@@ -416,19 +413,12 @@ class Stage:
             raise TypeError("attributes must be a sequence of attribute tokens or names")
         values = [as_attribute(a, f"attributes[{i}]") for i, a in enumerate(attributes)]
         self._require_live("delete_attributes")
-        tokens = array.array("Q")
-        for i, value in enumerate(values):
-            if isinstance(value, str):
-                try:
-                    value = call(native.InternToken, value)
-                except OvxError as exc:
-                    return Operation(
-                        self,
-                        ErrorCode.INVALID_ARGUMENT,
-                        0,
-                        message=f"attributes[{i}]: {exc.message}",
-                    )
-            tokens.append(value)
+        try:
+            tokens = array.array(
+                "Q", (self._token(v, f"attributes[{i}]") for i, v in enumerate(values))
+            )
+        except OvstageError as exc:
+            return self._rejected(exc)
         return self._enqueue(
             "delete_attributes", native.DeleteAttributes, qh, _addr(tokens), len(tokens), ordinal
         )
@@ -594,9 +584,12 @@ class Stage:
             raise TypeError("attributes must be a sequence of attribute tokens or names")
         values = [as_attribute(a, f"attributes[{i}]") for i, a in enumerate(attributes or ())]
         self._require_live("advance_write_floor")
-        attrs = array.array(
-            "Q", (v if isinstance(v, int) else call(native.InternToken, v) for v in values)
-        )
+        try:
+            attrs = array.array(
+                "Q", (self._token(v, f"attributes[{i}]") for i, v in enumerate(values))
+            )
+        except OvstageError as exc:
+            return self._rejected(exc)
         return self._enqueue(
             "advance_write_floor",
             native.AdvanceWriteFloor,
@@ -618,7 +611,7 @@ class Stage:
         if attribute is not None:
             value = as_attribute(attribute)
             self._require_live("get_attribute_write_floor")
-            token = value if isinstance(value, int) else call(native.InternToken, value)
+            token = self._token(value, "attribute")
         return self._ordinal_query(
             "get_attribute_write_floor", native.GetAttributeWriteFloor, token
         )
