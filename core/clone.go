@@ -58,17 +58,16 @@ func (s *Stage) isUnder(p, anc uint64) bool {
 	return false
 }
 
-// subtreeLocked lists root and its held descendants, parents before children.
+// subtreeLocked lists root and every held prim below it (by path components, so descendants
+// under a prim the stage does not hold are included), sorted by path id.
 func (s *Stage) subtreeLocked(root uint64) []uint64 {
 	out := []uint64{root}
-	for i := 0; i < len(out); i++ {
-		kids := make([]uint64, 0, len(s.children[out[i]]))
-		for c := range s.children[out[i]] {
-			kids = append(kids, c)
+	for p := range s.prims {
+		if p != root && s.isUnder(p, root) {
+			out = append(out, p)
 		}
-		slices.Sort(kids)
-		out = append(out, kids...)
 	}
+	slices.Sort(out[1:])
 	return out
 }
 

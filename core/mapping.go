@@ -66,10 +66,10 @@ func (s *Stage) MapAttribute(req MapRequest) (uint64, uint64, error) {
 		if err := checkDType(req.DType, "dtype"); err != nil {
 			return 0, 0, err
 		}
-		if err := checkSemanticLayout(req.Semantic, req.DType, w.schema.IsArray); err != nil {
+		if err := checkSemanticLayout("", req.Semantic, req.DType, w.schema.IsArray); err != nil {
 			return 0, 0, err
 		}
-		if err := checkBuiltinLayout(name, req.DType, w.schema.IsArray); err != nil {
+		if err := checkBuiltinLayout("", name, req.DType, w.schema.IsArray); err != nil {
 			return 0, 0, err
 		}
 	}

@@ -109,6 +109,9 @@ func (s *Stage) ReadAttributes(qh uint64, attrs []uint64, rng OrdinalRange) (uin
 	if err != nil {
 		return 0, 0, err
 	}
+	if q.Producer != nil && q.Producer.Done() && q.Producer.Err() != nil {
+		return 0, 0, status.Errorf(status.OpFailed, "query %d failed: %s", qh, status.MessageOf(q.Producer.Err()))
+	}
 	r := &Read{Handle: newHandle()}
 	deps := s.pendingAdvancesLocked()
 	if len(deps) == 0 && (q.Producer == nil || q.Producer.Done()) {

@@ -23,6 +23,7 @@ from ._guards import (
     as_size_t,
     as_str,
     as_timeout,
+    as_uint,
     as_uint32,
     as_uint64,
 )
@@ -98,8 +99,12 @@ def _uint_words(values: Any, name: str, dtype: type, bits: int) -> np.ndarray:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
     if arr.size == 0:
         return np.zeros(0, dtype=dtype)
-    if arr.dtype == object:
-        arr = np.array([as_uint32(v, name) if bits == 32 else as_uint64(v, name) for v in values])
+    if arr.dtype.kind in "fO" and not isinstance(values, np.ndarray):
+        # Python ints numpy could not hold in one integer dtype (e.g. mask words >= 2**63
+        # next to small ones): validate one by one.
+        arr = np.array(
+            [as_uint(v, f"{name}[{i}]", bits) for i, v in enumerate(values)], dtype=dtype
+        )
     if arr.dtype.kind not in "iub":
         raise TypeError(f"{name} must contain integers, got dtype {arr.dtype}")
     if arr.dtype.kind == "i" and (arr < 0).any():
@@ -272,6 +277,9 @@ class Stage:
         it into a rejected Operation)."""
         if isinstance(attr, int):
             return attr
+        if not attr or "\x00" in attr:
+            problem = "must be non-empty" if not attr else "contains embedded NUL"
+            raise OvstageError(ErrorCode.INVALID_ARGUMENT, f"{what}: Token string {problem}")
         try:
             return call(native.InternToken, attr)
         except OvxError as exc:
