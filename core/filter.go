@@ -236,7 +236,11 @@ func (s *Stage) valueMatcher(i int, p Predicate, name string, c *column.Column) 
 			return false, nil
 		}, nil
 	}
-	if c.Schema.IsArray || dt.Lanes != 1 || p.Op == OpPrefix {
+	if p.Op == OpPrefix {
+		return nil, status.Errorf(status.NotSupported,
+			"filter predicate %d: PREFIX compares strings; %q holds %s values, not tokens (TOKEN_ID)", i, name, dt)
+	}
+	if c.Schema.IsArray || dt.Lanes != 1 {
 		return nil, status.Errorf(status.NotSupported,
 			"filter predicate %d: %s on %q needs one-lane numeric or token values; the column holds %s (is_array=%v)",
 			i, p.Op, name, dt, c.Schema.IsArray)

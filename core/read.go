@@ -110,7 +110,7 @@ func (s *Stage) ReadAttributes(qh uint64, attrs []uint64, rng OrdinalRange) (uin
 		return 0, 0, err
 	}
 	if q.Producer != nil && q.Producer.Done() && q.Producer.Err() != nil {
-		return 0, 0, status.Errorf(status.OpFailed, "query %d failed: %s", qh, status.MessageOf(q.Producer.Err()))
+		return 0, 0, status.Errorf(status.OpFailed, "query %d failed: %s", qh, status.Describe(q.Producer.Err()))
 	}
 	r := &Read{Handle: newHandle()}
 	deps := s.pendingAdvancesLocked()

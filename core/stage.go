@@ -251,7 +251,7 @@ func awaitResult(op *sched.Op, timeoutNs uint64, what string, h uint64) error {
 	if err == nil || status.CodeOf(err) == status.Timeout {
 		return err
 	}
-	return status.Errorf(status.OpFailed, "%s %d failed: %s", what, h, status.MessageOf(err))
+	return status.Errorf(status.OpFailed, "%s %d failed: %s", what, h, status.Describe(err))
 }
 
 // WaitResult is the outcome of WaitOp.
@@ -287,7 +287,9 @@ func (s *Stage) ReleaseOp(id uint64) error {
 	return nil
 }
 
-// LastOpError is the failure message of op id ("" when unknown, pending or successful).
+// LastOpError is the failure message of op id ("" when unknown, pending or successful). A
+// failure with a specific status (not plain OP_FAILED) is prefixed with the status name, since
+// callers see every execution failure as OP_FAILED.
 func (s *Stage) LastOpError(id uint64) string {
 	s.mu.Lock()
 	op, ok := s.ops[id]
@@ -295,7 +297,7 @@ func (s *Stage) LastOpError(id uint64) string {
 	if !ok || op.Err() == nil {
 		return ""
 	}
-	return status.MessageOf(op.Err())
+	return status.Describe(op.Err())
 }
 
 // Diagnostics counts live engine objects (leak tests).

@@ -662,14 +662,12 @@ class Stage:
         start, end, has_start = ordinal_range.to_c()
         if isinstance(attrs, (str, int)):
             raise TypeError("attrs must be a sequence of attribute tokens or names")
-        tokens = array.array("Q")
-        for i, a in enumerate(attrs):
-            value = as_attribute(a, f"attrs[{i}]")
-            if isinstance(value, str):
-                from ._pathdict import PathDictionary
-
-                value = PathDictionary(self).intern_token(value)
-            tokens.append(value)
+        values = [as_attribute(a, f"attrs[{i}]") for i, a in enumerate(attrs)]
+        self._require_live("read_attributes")
+        try:
+            tokens = array.array("Q", (self._token(v, f"attrs[{i}]") for i, v in enumerate(values)))
+        except OvstageError as exc:
+            return Read(self, 0, self._rejected(exc))
         sid = self._require_live("read_attributes")
         try:
             out = call(
