@@ -85,6 +85,7 @@ func NewStage(name string, cfg Config) *Stage {
 	stagesMu.Lock()
 	stages[s.ID] = s
 	stagesMu.Unlock()
+	s.onCreated()
 	return s
 }
 
@@ -116,6 +117,7 @@ func (s *Stage) Destroy() {
 	s.destroyed = true
 	s.mu.Unlock()
 	s.pool.Drain()
+	s.onDestroyed()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, g := range s.groups {
