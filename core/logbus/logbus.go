@@ -310,19 +310,22 @@ func (b *Bus) Next(ack uint64, timeout time.Duration) (msg Message, ok bool) {
 // queued before the call was acknowledged. It reports true when drained or when the bus is
 // disabled (no consumer), false on timeout. A negative timeout waits forever.
 func (b *Bus) Flush(ack uint64, timeout time.Duration) bool {
-	return b.waitDelivered(b.flushTarget(ack), timeout)
+	return b.WaitDelivered(b.FlushTarget(ack), timeout)
 }
 
-// flushTarget acknowledges ack and returns the sequence number a flush waits for.
-func (b *Bus) flushTarget(ack uint64) uint64 {
+// FlushTarget acknowledges ack (0: none) and returns the sequence number of the last message
+// queued so far: what a flush started now waits for. Waiting in slices with WaitDelivered on
+// one target keeps the barrier fixed while the engine goes on logging.
+func (b *Bus) FlushTarget(ack uint64) uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.ackLocked(ack)
 	return b.lastSeq
 }
 
-// waitDelivered waits until target is acknowledged or the bus is disabled.
-func (b *Bus) waitDelivered(target uint64, timeout time.Duration) bool {
+// WaitDelivered waits up to timeout until message target was acknowledged (true), or the bus
+// is disabled (true: no consumer). A negative timeout waits forever.
+func (b *Bus) WaitDelivered(target uint64, timeout time.Duration) bool {
 	var timer <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)

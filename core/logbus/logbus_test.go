@@ -114,11 +114,11 @@ func TestFlushIsABarrierForEarlierMessages(t *testing.T) {
 	assert.False(t, b.Flush(0, 0), "a is handed out but not acknowledged")
 
 	done := make(chan bool, 1)
-	target := b.flushTarget(0) // what Flush(0, -1) would wait for, taken now
-	go func() { done <- b.waitDelivered(target, -1) }()
+	target := b.FlushTarget(0) // what Flush(0, -1) would wait for, taken now
+	go func() { done <- b.WaitDelivered(target, -1) }()
 	m, _ = b.Next(m.Seq, 0) // ack a, take b
 	b.Emit(Info, "c", "after the flush started")
-	assert.False(t, b.waitDelivered(target, 0), "b is handed out but not acknowledged")
+	assert.False(t, b.WaitDelivered(target, 0), "b is handed out but not acknowledged")
 	_, _ = b.Next(m.Seq, 0) // ack b, take the later message (not part of the barrier)
 	select {
 	case ok := <-done:
