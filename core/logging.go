@@ -12,8 +12,8 @@ func LiveStages() int {
 	return len(stages)
 }
 
-// onCreated runs at the end of NewStage: it routes op failures to the log and logs the
-// creation.
+// onCreated runs in NewStage before the stage is registered: it routes op failures to the
+// log and logs the creation.
 func (s *Stage) onCreated() {
 	s.pool.OnFailure = s.logOpFailure
 	logbus.Logf(logbus.Info, logbus.ChannelStage, "stage %d %q created", s.ID, s.Name)

@@ -82,10 +82,10 @@ func NewStage(name string, cfg Config) *Stage {
 		queries: map[uint64]*Query{}, reads: map[uint64]*Read{}, groups: map[uint64]*Group{},
 		ordinalQueries: map[uint64]*OrdinalQuery{}, maps: map[uint64]*Map{},
 	}
+	s.onCreated()
 	stagesMu.Lock()
 	stages[s.ID] = s
 	stagesMu.Unlock()
-	s.onCreated()
 	return s
 }
 

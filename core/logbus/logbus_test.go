@@ -207,3 +207,48 @@ func TestNULIsReplaced(t *testing.T) {
 	m, _ := b.Next(0, 0)
 	assert.Equal(t, "a\uFFFDb", m.Text)
 }
+
+func TestConcurrentEmittersOneConsumer(t *testing.T) {
+	b := New(64)
+	_, err := b.Configure(Verbose, "")
+	require.NoError(t, err)
+	const emitters, each = 8, 200
+	got := make(chan int, 1)
+	stop := make(chan struct{})
+	go func() {
+		n, ack := 0, uint64(0)
+		for {
+			m, ok := b.Next(ack, time.Millisecond)
+			ack = 0
+			if ok {
+				ack = m.Seq
+				if m.Seq != 0 {
+					n++
+				}
+				continue
+			}
+			select {
+			case <-stop:
+				got <- n
+				return
+			default:
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for e := 0; e < emitters; e++ {
+		wg.Add(1)
+		go func(e int) {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				b.Logf(Info, ChannelOps, "emitter %d message %d", e, i)
+			}
+		}(e)
+	}
+	wg.Wait()
+	require.True(t, b.Flush(0, 10*time.Second), "everything emitted is delivered or dropped")
+	close(stop)
+	n := <-got
+	assert.LessOrEqual(t, n, emitters*each)
+	assert.Positive(t, n)
+}

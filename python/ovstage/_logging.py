@@ -181,7 +181,7 @@ def _clear() -> None:
     if dispatcher is None:
         call(native.LogDisable)
         return
-    if threading.current_thread() is not dispatcher.thread:
+    if threading.current_thread() is not dispatcher.thread and dispatcher.thread.is_alive():
         flush_log(TIMEOUT_INFINITE)
     _stop(dispatcher)
 
@@ -211,3 +211,5 @@ def flush_log(timeout: int = TIMEOUT_INFINITE) -> bool:
             return True
         if deadline is not None and time.monotonic_ns() >= deadline:
             return False
+        if dispatcher is not None and not dispatcher.thread.is_alive():
+            return False  # nobody will deliver: do not wait forever
