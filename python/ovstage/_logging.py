@@ -43,11 +43,13 @@ _dispatcher: _Dispatcher | None = None
 _atexit_registered = False
 
 
-def _as_severity(value: int) -> LogSeverity | int:
+def _as_severity(value: int) -> LogSeverity:
+    """The LogSeverity of a message (a fatal message, which the engine does not emit today,
+    is reported as ERROR)."""
     try:
         return LogSeverity(value)
     except ValueError:
-        return value
+        return LogSeverity.ERROR if value > LogSeverity.ERROR else LogSeverity.VERBOSE
 
 
 class _Dispatcher:
