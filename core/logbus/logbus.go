@@ -229,14 +229,14 @@ func (b *Bus) Logf(sev Severity, channel, format string, args ...any) {
 }
 
 func (b *Bus) push(sev Severity, channel, text string) {
-	now := time.Now()
-	ts := float64(now.UnixNano()) / 1e9
 	text = strings.ReplaceAll(text, "\x00", "\uFFFD") // the text crosses as a C string
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.enabled.Load() {
 		return
 	}
+	// Stamped under the lock, so queue order is timestamp order.
+	ts := float64(time.Now().UnixNano()) / 1e9
 	if len(b.queue)-b.head >= b.capacity {
 		b.head++ // drop the oldest; the notice precedes the next delivered message
 		b.dropped++

@@ -199,8 +199,13 @@ def flush_log(timeout: int = TIMEOUT_INFINITE) -> bool:
     timeout_ns = as_timeout(timeout)
     dispatcher = _dispatcher
     if dispatcher is not None and threading.current_thread() is dispatcher.thread:
-        target = call(native.LogFlushTarget, dispatcher.inflight)
-        return bool(call(native.LogWaitDelivered, target, 0))
+        # Messages are handed out in order, each after the previous one was acknowledged:
+        # nothing but the message being delivered is pending iff it is the newest one.
+        target = call(native.LogFlushTarget, 0)
+        inflight = dispatcher.inflight
+        return (inflight != 0 and target <= inflight) or bool(
+            call(native.LogWaitDelivered, target, 0)
+        )
     target = call(native.LogFlushTarget, 0)
     deadline = None if timeout_ns == TIMEOUT_INFINITE else time.monotonic_ns() + timeout_ns
     while True:
