@@ -77,6 +77,17 @@ def test_whole_prim_delete_removes_the_prim_from_the_hierarchy(stage, authored, 
     assert result.items[2].status == ErrorCode.NOT_FOUND
 
 
+def test_cloned_subtrees_have_a_hierarchy(stage, authored, paths) -> None:
+    stage.clone("/World/A", ["/Copy"], 2)
+    with paths.create_path_list_from_strings(["/Copy", "/Copy/C", "/Top"]) as plist:
+        children = stage.get_hierarchy(plist, 2, HierarchyRelation.CHILDREN)
+        parents = stage.get_hierarchy(plist, 2, HierarchyRelation.PARENT)
+        siblings = stage.get_hierarchy(plist, 2, HierarchyRelation.SIBLINGS)
+    assert relation_paths(children) == [("/Copy/C",), (), ()]
+    assert relation_paths(parents) == [(), ("/Copy",), ()]
+    assert relation_paths(siblings)[2] == ("/Copy", "/World")
+
+
 def test_async_handle_result_release_and_reuse(stage, authored) -> None:
     handle = stage.get_hierarchy_async(authored, 1, HierarchyRelation.PARENT)
     assert isinstance(handle, Hierarchy)

@@ -1,6 +1,7 @@
 """Finalizers release first, then warn (spec §5.6, §5.7, §5.10; issue 4 item 7).
 
-Every owning wrapper dropped unreleased while its stage is alive is released by its
+Every owning wrapper (Query, Read, OrdinalQuery, Hierarchy, Map -- whose release is its
+unmap --, ReadGroup, PathList) dropped unreleased while its stage is alive is released by its
 finalizer, which then emits ``ResourceWarning("<Kind> <handle> was garbage-collected
 unreleased; released by its finalizer")`` -- or prints that text to stderr when warnings are
 escalated to errors (a finalizer must not raise).
@@ -79,6 +80,12 @@ def make_hierarchy(stage, paths, sealed, plist) -> Owned:
     return Owned(hier, "Hierarchy", h, lambda: rejected_invalid(stage.release_hierarchy(h)))
 
 
+def make_map(stage, paths, sealed, plist) -> Owned:
+    m = stage.map_attribute(sealed, "t", 2)
+    h = m.handle
+    return Owned(m, "Map", h, lambda: rejected_invalid(stage.unmap_attribute(h)))
+
+
 def make_read_group(stage, paths, sealed, plist) -> Owned:
     with stage.read_attributes(sealed, ["t"], OrdinalRange.latest(1)) as read:
         group = read.fetch_next()
@@ -106,6 +113,7 @@ FACTORIES = {
     "Read": make_read,
     "OrdinalQuery": make_ordinal_query,
     "Hierarchy": make_hierarchy,
+    "Map": make_map,
     "ReadGroup": make_read_group,
     "PathList": make_path_list,
 }
