@@ -14,6 +14,7 @@ import (
 	"github.com/ovstage-go/ovstage/cabi"
 	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/buffer"
+	"github.com/ovstage-go/ovstage/core/logbus"
 	"github.com/ovstage-go/ovstage/core/pathdict"
 	"github.com/ovstage-go/ovstage/core/status"
 	"github.com/ovstage-go/ovstage/dlpack"
@@ -38,6 +39,7 @@ func call[T any](fn func() (T, error)) (res T, err error) {
 		if r := recover(); r != nil {
 			var zero T
 			res, err = zero, fmt.Errorf("[ovstage:99] internal panic: %v\n%s", r, debug.Stack())
+			logbus.Logf(logbus.Error, logbus.ChannelInternal, "internal panic in an API call: %v", r)
 		}
 	}()
 	res, err = fn()
@@ -178,27 +180,13 @@ func WriteAttribute(stageID, query, attrToken uint64, attrName string, ordinal u
 		if err != nil {
 			return 0, err
 		}
-		if count < 0 || count > int64(^uint32(0)) {
-			return 0, status.Errorf(status.InvalidArgument, "count %d is outside the uint32 range", count)
+		req, err := decodeWrite("", tensorsAddr, tensorCount, count, indexMapAddr, indexMapLen, indexMapAddr != 0,
+			maskAddr, maskLen, maskAddr != 0)
+		if err != nil {
+			return 0, err
 		}
-		if tensorCount < 0 || tensorCount > 1<<24 {
-			return 0, status.Errorf(status.InvalidArgument, "tensor count %d is out of range", tensorCount)
-		}
-		req := core.WriteRequest{Query: query, AttrToken: attrToken, AttrName: attrName,
-			Ordinal: ordinal, Count: uint32(count), Semantic: semantic, IsArray: isArray, PrimMode: primMode}
-		for i, addr := range cptr.Uintptrs(tensorsAddr, tensorCount) {
-			t, err := dlpack.FromAddress(addr, "tensors["+strconv.Itoa(i)+"]")
-			if err != nil {
-				return 0, err
-			}
-			req.Tensors = append(req.Tensors, t)
-		}
-		if indexMapAddr != 0 {
-			req.IndexMap, req.HasIndexMap = cptr.Uint32s(indexMapAddr, indexMapLen), true
-		}
-		if maskAddr != 0 {
-			req.Mask, req.HasMask = cptr.Uint64s(maskAddr, maskLen), true
-		}
+		req.Query, req.AttrToken, req.AttrName, req.Ordinal = query, attrToken, attrName, ordinal
+		req.Semantic, req.IsArray, req.PrimMode = semantic, isArray, primMode
 		return s.WriteAttribute(req)
 	})
 }

@@ -7,6 +7,10 @@ returns an :class:`Operation` at once.
 
 from __future__ import annotations
 
+# Imports written ``X as X`` (hierarchy, logging, the USD submodules) are public re-exports
+# that ``__all__`` does not list yet.
+from . import instancing as instancing
+from . import population as population
 from ._dlpack import (
     DLDataType,
     DLDataTypeCode,
@@ -37,11 +41,18 @@ from ._errors import (
     OvstageError,
     OvxError,
 )
-from ._groups import AttributeMeta, ReadGroup
-from ._handles import Query, Read
+from ._groups import AttributeMeta, MapGroup, ReadGroup
+from ._handles import Map, OrdinalQuery, Query, Read
+from ._hierarchy import Hierarchy as Hierarchy
+from ._hierarchy import HierarchyComputationModelDesc as HierarchyComputationModelDesc
+from ._hierarchy import HierarchyItem as HierarchyItem
+from ._hierarchy import HierarchyResult as HierarchyResult
+from ._logging import flush_log as flush_log
+from ._logging import set_log_callback as set_log_callback
 from ._ops import Operation
 from ._pathdict import PathDictionary, PathList
-from ._stage import OrdinalRange, Stage, library_version
+from ._query import Filter, Predicate, QueryResult
+from ._stage import OrdinalRange, Stage, WriteDesc, library_version
 
 try:
     from ._version import __version__
@@ -61,24 +72,31 @@ __all__ = [
     "DLDeviceType",
     "DLTensor",
     "ErrorCode",
+    "Filter",
     "FilterOp",
     "HierarchyComputationModel",
     "HierarchyRelation",
     "LogSeverity",
     "ManagedDLTensor",
+    "Map",
+    "MapGroup",
     "Operation",
+    "OrdinalQuery",
     "OrdinalRange",
     "OvstageError",
     "OvxError",
     "PathDictionary",
     "PathList",
     "PopulationDomain",
+    "Predicate",
     "PrimMode",
     "Query",
+    "QueryResult",
     "Read",
     "ReadGroup",
     "Scope",
     "Stage",
+    "WriteDesc",
     "__version__",
     "dltensor_to_numpy",
     "library_version",
