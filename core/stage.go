@@ -308,7 +308,7 @@ func (s *Stage) LastOpError(id uint64) string {
 
 // Diagnostics counts live engine objects (leak tests).
 type Diagnostics struct {
-	Ops, Queries, Reads, Groups, Columns int
+	Ops, Queries, Reads, Groups, Columns, OrdinalQueries, Maps int
 }
 
 // Diagnostics returns the stage's live object counts.
@@ -320,7 +320,7 @@ func (s *Stage) Diagnostics() Diagnostics {
 		n += len(cols)
 	}
 	return Diagnostics{Ops: len(s.ops), Queries: len(s.queries), Reads: len(s.reads),
-		Groups: len(s.groups), Columns: n}
+		Groups: len(s.groups), Columns: n, OrdinalQueries: len(s.ordinalQueries), Maps: len(s.maps)}
 }
 
 // addPrimsLocked records prims as existing (and in their parents' child sets).

@@ -727,8 +727,19 @@ class Stage(_HierarchyMixin):
         )
 
     def _diagnostics(self) -> dict[str, int]:
-        """Live engine object counts (for leak tests)."""
-        keys = ("ops", "queries", "reads", "groups", "columns", "buffers")
+        """Live engine object counts (for leak tests); ``buffers`` and ``path_lists`` count
+        the whole process."""
+        keys = (
+            "ops",
+            "queries",
+            "reads",
+            "groups",
+            "columns",
+            "buffers",
+            "ordinal_queries",
+            "maps",
+            "path_lists",
+        )
         values = call(native.Diagnostics, self._require_live("diagnostics")).split(" ")
         return dict(zip(keys, (int(v) for v in values), strict=False))
 

@@ -24,6 +24,7 @@ from ovstage import DLDataType, DLDevice, DLTensor, ErrorCode, OvstageError, Ovx
 PRIMS = ["/Bad/A", "/Bad/B", "/Bad/C"]
 SCALAR = np.array([1.0, 2.0, 3.0], np.float32)
 VEC3 = np.arange(9, dtype=np.float32).reshape(3, 3) + 10
+RAGGED = [np.array([1.0, 2.0], np.float32), np.array([3.0], np.float32), np.zeros(0, np.float32)]
 
 
 @dataclass
@@ -47,20 +48,23 @@ class Env:
         gc.collect()
         values = {}
         with self.stage.read_attributes(
-            self.query, ["s", "v"], ovstage.OrdinalRange.latest(1)
+            self.query, ["s", "v", "arr"], ovstage.OrdinalRange.latest(1)
         ) as read:
             read.wait()
             for group in read.groups():
                 with group:
                     name = self.paths.token_to_string(group.attribute)
-                    values[name] = np.from_dlpack(group.dlpack(0)).tolist()
+                    values[name] = [
+                        np.from_dlpack(group.dlpack(i)).tolist() for i in range(group.tensor_count)
+                    ]
         gc.collect()
         return values, self.stage._diagnostics()
 
 
 @pytest.fixture
 def env() -> Iterator[Env]:
-    """The matrix's stage: ``s`` = [1, 2, 3] (float32), ``v`` = float32x3, both sealed at 1."""
+    """The matrix's stage: ``s`` = [1, 2, 3] (float32), ``v`` = float32x3 and a ragged ``arr``,
+    all sealed at 1."""
     stage, other = ovstage.Stage("bad-inputs"), ovstage.Stage("bad-inputs-other")
     paths = ovstage.PathDictionary(stage)
     plist = paths.create_path_list_from_strings(PRIMS)
@@ -69,6 +73,7 @@ def env() -> Iterator[Env]:
     e = Env(stage, other, paths, plist, query, other_query)
     e.write(SCALAR, 1).wait()
     e.write(VEC3, 1, "v").wait()
+    e.write(RAGGED, 1, "arr", is_array=True).wait()
     stage.advance_write_floor(1).wait()
     try:
         yield e
@@ -261,7 +266,8 @@ CASES: list[tuple[str, Callable[[Env], Any], Raises | Rejected]] = [
     ),
     ("empty-tensor-list", lambda e: e.write([]), Raises(ValueError)),
     ("two-tensors-fixed", lambda e: e.write([SCALAR, SCALAR]), Rejected(1)),
-    ("is-array", lambda e: e.write(SCALAR, attribute="arr", is_array=True), Rejected(6)),
+    ("is-array-onto-fixed", lambda e: e.write(SCALAR, is_array=True), Rejected(1)),
+    ("fixed-onto-array", lambda e: e.write(SCALAR, attribute="arr"), Rejected(1)),
     # -- ordinals
     ("ordinal-negative", lambda e: e.write(SCALAR, -1), Raises(ValueError)),
     ("ordinal-float", lambda e: e.write(SCALAR, 2.0), Raises(TypeError)),
@@ -305,6 +311,40 @@ CASES: list[tuple[str, Callable[[Env], Any], Raises | Rejected]] = [
     ("insert-existing", lambda e: e.write(SCALAR, attribute="n", prim_mode=1), Rejected(4)),
     ("semantic-2**31", lambda e: e.write(SCALAR, semantic=1 << 31), Raises(ValueError)),
     ("timeout-negative", _negative_timeout, Raises(ValueError)),
+    # -- deletes, scoped floors, ordinal queries
+    ("delete-at-floor", lambda e: e.stage.delete_attributes(e.query, ["s"], 1), Rejected(5)),
+    ("delete-derived", lambda e: e.stage.delete_attributes(e.query, ["usd-path"], 2), Rejected(6)),
+    (
+        "delete-attributes-none",
+        lambda e: e.stage.delete_attributes(e.query, None, 2),
+        Raises(TypeError),
+    ),
+    (
+        "delete-attributes-str",
+        lambda e: e.stage.delete_attributes(e.query, "s", 2),
+        Raises(TypeError),
+    ),
+    (
+        "delete-ordinal-negative",
+        lambda e: e.stage.delete_attributes(e.query, ["s"], -1),
+        Raises(ValueError),
+    ),
+    ("delete-forged-query", lambda e: e.stage.delete_attributes(987654321, ["s"], 2), Rejected(2)),
+    (
+        "advance-include-forged-token",
+        lambda e: e.stage.advance_write_floor(2, scope=1, attributes=[1 << 60]),
+        Rejected(1),
+    ),
+    (
+        "advance-include-negative-token",
+        lambda e: e.stage.advance_write_floor(2, scope=1, attributes=[-1]),
+        Raises(ValueError),
+    ),
+    (
+        "forged-ordinal-query",
+        lambda e: e.stage.fetch_ordinal(987654321, 0),
+        Raises(OvstageError, 2),
+    ),
     # -- things that are not tensors
     ("none", lambda e: e.write(None), Raises(TypeError)),
     ("string", lambda e: e.write("abc"), Raises(TypeError)),
@@ -459,4 +499,4 @@ def test_non_contiguous_input_is_accepted_by_copying(
     env.stage.write_attribute(env.query, attribute, 2, source, is_array=False).wait()
     env.stage.advance_write_floor(2).wait()
     values, _ = env.snapshot()
-    assert values[attribute] == expected
+    assert values[attribute] == [expected]
