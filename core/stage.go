@@ -50,6 +50,9 @@ type Stage struct {
 	// prims holds every prim that exists (committed state); children indexes them by parent.
 	prims    map[uint64]struct{}
 	children map[uint64]map[uint64]struct{}
+	// primsRemoved: a whole-prim delete happened, so a write to an existing column row may
+	// re-create a prim (writes then register their prims even when no row was added).
+	primsRemoved atomic.Bool
 	// columns: every column of each attribute name (one per storage schema, usually one).
 	columns        map[uint64][]*column.Column
 	floors         floors // applied floors
@@ -347,6 +350,7 @@ func (s *Stage) removePrimsLocked(prims []uint64) {
 			continue
 		}
 		delete(s.prims, p)
+		s.primsRemoved.Store(true)
 		parent := s.dict.Parent(p)
 		delete(s.children[parent], p)
 		if len(s.children[parent]) == 0 {

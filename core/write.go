@@ -500,8 +500,9 @@ func (s *Stage) applyWrite(op *sched.Op, q *Query, w *preparedWrite) error {
 	s.mu.Unlock()
 	staged = true
 	d := &column.Delta{Ordinal: w.ordinal, Seq: op.ID, Src: src, Payload: w.payload, RowOff: w.rowOff, RowLen: w.rowLen}
-	if c.Stage(targets, d) {
-		// New rows mean possibly new prims; existing rows' prims are already recorded.
+	if c.Stage(targets, d) || s.primsRemoved.Load() {
+		// New rows mean possibly new prims; existing rows' prims are already recorded unless
+		// a whole-prim delete removed them since.
 		s.mu.Lock()
 		s.addPrimsLocked(targets)
 		s.mu.Unlock()
