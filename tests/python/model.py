@@ -1,44 +1,47 @@
-"""A small pure-Python reference model of an ovstage stage (spec §1.7-§1.10, §3.8, §3.10).
+"""A small pure-Python reference model of an ovstage stage (spec §1.7-§1.11, §3.8-§3.10).
 
-The model knows nothing of the engine. It keeps, per key ``(attribute, prim)``, the list of
-changes accepted so far (ordinal, submission sequence, value), the requested write floor, and
-which accepted ops are known to have finished. From that it predicts:
+The model knows nothing of the engine. It keeps, per key ``(attribute, prim)``, every accepted
+change (ordinal, submission sequence, value or :data:`TOMBSTONE`), the requested write floors
+(global and per attribute), which prims exist and which accepted ops are known to have
+finished. From that it predicts:
 
-* **write admission** at enqueue: the set of status codes a write may be rejected with
-  (``WRITE_FLOOR_VIOLATION`` when the ordinal is at or below the requested floor,
-  ``INVALID_ARGUMENT`` for addressing errors, ``PRIM_NOT_FOUND`` for INSERT onto an existing
-  prim, ...). When several apply, the engine may report any one of them (precedence is not
-  specified), so the model returns all of them; an empty set means "must be accepted";
-* **latest reads** with sealed-snapshot semantics: each key returns its newest change (by
-  ordinal, then submission order) at or below the floor; a key whose every change is above the
-  floor fails the whole read with ``WRITE_FLOOR_VIOLATION`` once the engine has applied it. A
-  change that the engine may not have applied yet (its op is not known to have finished) makes
-  the key *uncertain*: the read may either skip the key or fail with ``WRITE_FLOOR_VIOLATION``.
+* **admission** at enqueue: the set of status codes a write or delete may be rejected with
+  (``WRITE_FLOOR_VIOLATION`` at or below the effective floor, ``INVALID_ARGUMENT`` for bad
+  addressing or a schema change on a prim that carries the attribute, ``PRIM_NOT_FOUND`` for
+  INSERT onto an existing prim). Several may apply and the engine may report any one of them
+  (precedence is not specified), so the model returns them all; empty means "accepted";
+* **floors**: ``Scope.ALL`` / ``INCLUDE`` / ``EXCLUDE`` advances, effective floors
+  ``max(G, F[a])`` and the reported global floor (minimum over known attributes);
+* **reads**, latest and range, with sealed-snapshot semantics and change membership (§1.10):
+  every key gets the set of outcomes it may have (a value, a tombstone, absent, or
+  ``WRITE_FLOOR_VIOLATION`` / ``OUT_OF_RANGE`` failing the read). A change whose op is not
+  known to have finished may or may not have been applied when the read runs; the outcome
+  sets cover both.
 
-Ops are assumed to succeed when they execute: callers keep that true by avoiding the races
-the model cannot decide (an INSERT racing a pending write to the same prim, two pending writes
-creating one attribute with different schemas); see ``test_model_stateful.py``.
+Ops are assumed to succeed when they execute. Callers keep that true, and the model exact, by
+avoiding the races it does not decide: an INSERT or a delete racing pending writes to the
+same prims, a schema change racing a pending write, an ``EXCLUDE`` advance racing pending
+writes that create attributes. ``test_model_stateful.py`` flushes before those.
 
-Extending the model (issue 3 features):
-* deletes are changes whose ``value`` is :data:`TOMBSTONE`; :meth:`StageModel.latest` already
-  treats a newest tombstone as "no value" (a tombstone group, or the key absent);
-* scoped floors only need :class:`Floors` to gain per-attribute floors (``effective`` already
-  takes the attribute);
-* range reads select keys by ``Change.ordinal`` in ``[start, end]`` over the same histories.
+A key has a *row* once a write to it was applied (deletes never create rows): only keys with
+rows take tombstones, fail latest reads before their first seal, or appear in range reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import combinations
 
-from ovstage import ErrorCode
+from ovstage import ErrorCode, Scope
 
 __all__ = [
+    "ABSENT",
     "TOMBSTONE",
     "Change",
     "Floors",
+    "Outcome",
     "ReadExpectation",
     "StageModel",
     "Value",
@@ -52,43 +55,68 @@ _MAX_TARGETS = 1 << 20
 #: One value: the row's components as Python numbers (a 1-lane value is a 1-tuple).
 Value = tuple[float, ...]
 
+Key = tuple[str, str]
 
-class _Tombstone(Enum):
+
+class _Marker(Enum):
     TOMBSTONE = "tombstone"
+    ABSENT = "absent"
 
 
-#: The value of a delete change (no delete op exists yet; kept for issue 3).
-TOMBSTONE = _Tombstone.TOMBSTONE
+#: The value of a delete change, and a read outcome (a tombstone group's key).
+TOMBSTONE = _Marker.TOMBSTONE
+#: A read outcome: the key is not in any group.
+ABSENT = _Marker.ABSENT
+
+#: What a read returns for one key: a value, TOMBSTONE, ABSENT, or the code failing the read.
+Outcome = Value | _Marker | ErrorCode
 
 
 @dataclass(frozen=True)
 class Change:
-    """One accepted change of a key: ``value`` at ``ordinal``; ``seq`` orders equal ordinals."""
+    """One accepted change of a key: ``value`` (or TOMBSTONE) at ``ordinal``; ``seq`` orders
+    equal ordinals; ``op`` is the op that makes it."""
 
     ordinal: int
     seq: int
     op: int
-    value: Value | _Tombstone
+    value: Value | _Marker
+
+    @property
+    def is_write(self) -> bool:
+        """Whether the change writes a value (rather than deleting)."""
+        return self.value is not TOMBSTONE
 
 
 @dataclass
 class Floors:
-    """Requested write floors: what every accepted ``advance_write_floor`` asked for.
-
-    Only ``Scope.ALL`` exists in the engine today, so one global floor is enough;
-    ``effective(attribute)`` is the hook for per-attribute floors.
-    """
+    """Requested write floors: the global floor G and per-attribute floors F[a]."""
 
     global_floor: int = 0
+    attr: dict[str, int] = field(default_factory=dict)
 
     def effective(self, attribute: str) -> int:
-        """The floor that applies to ``attribute``."""
-        del attribute
-        return self.global_floor
+        """``max(G, F[a])``: the floor that applies to ``attribute``."""
+        return max(self.global_floor, self.attr.get(attribute, 0))
 
-    def advance_all(self, ordinal: int) -> None:
-        """``advance_write_floor(ordinal, Scope.ALL)``: floors only rise."""
-        self.global_floor = max(self.global_floor, ordinal)
+    def advance(
+        self, ordinal: int, scope: Scope, listed: Sequence[str], known: Iterable[str]
+    ) -> None:
+        """One ``advance_write_floor`` (spec §1.8); floors only rise."""
+        if scope == Scope.INCLUDE:
+            targets: Iterable[str] = listed
+        elif scope == Scope.ALL or not listed:
+            self.global_floor = max(self.global_floor, ordinal)
+            targets = known
+        else:
+            targets = [a for a in known if a not in listed]
+        for a in targets:
+            self.attr[a] = max(self.attr.get(a, 0), ordinal)
+
+    def reported_global(self, known: Iterable[str]) -> int:
+        """The reported global floor: the minimum over known attributes (G when none)."""
+        floors = [self.effective(a) for a in known]
+        return min(floors) if floors else self.global_floor
 
 
 @dataclass(frozen=True)
@@ -132,33 +160,30 @@ def plan_targets(
 
 @dataclass
 class ReadExpectation:
-    """What a latest read over some keys may return.
+    """What a read may return: per key, the set of possible outcomes.
 
-    ``values`` holds the keys that must come back with that value. ``must_fail`` lists keys
-    that force ``WRITE_FLOOR_VIOLATION``; ``uncertain`` keys may be absent or force it.
-    ``group_ordinals`` is each attribute's newest sealed ordinal (a group's ``ordinal``).
+    ``group_ordinals`` is each attribute's newest sealed change (a group's ``ordinal``) and
+    ``floors`` each attribute's effective floor (a group's ``meta`` floor).
     """
 
-    values: dict[tuple[str, str], Value] = field(default_factory=dict)
-    must_fail: set[tuple[str, str]] = field(default_factory=set)
-    uncertain: set[tuple[str, str]] = field(default_factory=set)
+    outcomes: dict[Key, set[Outcome]] = field(default_factory=dict)
     group_ordinals: dict[str, int] = field(default_factory=dict)
-    floor: int = 0
+    floors: dict[str, int] = field(default_factory=dict)
 
-    def check(self, outcome: dict[tuple[str, str], Value] | ErrorCode) -> str | None:
-        """Return why ``outcome`` (values by key, or the read's error) is wrong, or None."""
-        if isinstance(outcome, ErrorCode):
-            if outcome != ErrorCode.WRITE_FLOOR_VIOLATION:
-                return f"read failed with {outcome.name}; only WRITE_FLOOR_VIOLATION is possible"
-            if not self.must_fail and not self.uncertain:
-                return "read failed with WRITE_FLOOR_VIOLATION but every selected key is sealed"
+    def check(self, result: dict[Key, Value | _Marker] | ErrorCode) -> str | None:
+        """Return why ``result`` (values or TOMBSTONE by key, or the read's error code) is
+        impossible, or None when the model allows it."""
+        if isinstance(result, ErrorCode):
+            if not any(result in options for options in self.outcomes.values()):
+                return f"read failed with {result.name}, which no selected key can cause"
             return None
-        if self.must_fail:
-            return f"read succeeded but these keys have no sealed value: {sorted(self.must_fail)}"
-        if outcome != self.values:
-            missing = {k: v for k, v in self.values.items() if outcome.get(k) != v}
-            extra = {k: v for k, v in outcome.items() if k not in self.values}
-            return f"values differ: expected {missing} but got {extra or outcome}"
+        for key, options in self.outcomes.items():
+            got = result.get(key, ABSENT)
+            if got not in options:
+                return f"{key}: got {got}, expected one of {options}"
+        extra = [key for key in result if key not in self.outcomes]
+        if extra:
+            return f"keys the model never saw written: {extra}"
         return None
 
 
@@ -166,30 +191,54 @@ class ReadExpectation:
 class _Op:
     """An accepted op the model tracks until it is known to have finished."""
 
-    kind: str  # "write" | "advance"
+    kind: str  # "write" | "other"
     attribute: str = ""
-    keys: tuple[tuple[str, str], ...] = ()
+    keys: tuple[Key, ...] = ()
     schema: tuple[object, ...] | None = None
 
 
 class StageModel:
-    """Reference model of one stage's ordinals, floors, prims and latest reads."""
+    """Reference model of one stage's ordinals, floors, prims, deletes and reads."""
 
     def __init__(self) -> None:
         self.floors = Floors()
-        self.history: dict[tuple[str, str], list[Change]] = {}
-        self.prims_done: set[str] = set()  # prims created by finished writes
-        self.prims_maybe: set[str] = set()  # prims touched by writes not known finished
-        self.schemas: dict[str, tuple[object, ...]] = {}  # schema of columns known to exist
+        self.history: dict[Key, list[Change]] = {}
+        self.prims: set[str] = set()  # prims that exist (applied state)
+        self.known: set[str] = set()  # attributes with a column (applied state)
+        self.schemas: dict[str, tuple[object, ...]] = {}  # each attribute's column schema
         self.pending: dict[int, _Op] = {}
         self._seq = 0
 
-    # -- ops -----------------------------------------------------------------------------
+    # -- helpers -------------------------------------------------------------------------
 
-    def next_seq(self) -> int:
-        """A fresh submission sequence number (orders same-ordinal changes)."""
+    def _next_seq(self) -> int:
         self._seq += 1
-        return self._seq
+        return self._seq * _MAX_TARGETS
+
+    def _applied(self, change: Change) -> bool:
+        return change.op not in self.pending
+
+    def _applied_changes(self, key: Key) -> list[Change]:
+        return [c for c in self.history.get(key, ()) if self._applied(c)]
+
+    def has_row(self, key: Key) -> bool:
+        """Whether an applied write gave the key a row."""
+        return any(c.is_write for c in self._applied_changes(key))
+
+    def live(self, key: Key) -> bool:
+        """Whether the key's newest applied change is a write (the prim carries it)."""
+        changes = self._applied_changes(key)
+        return bool(changes) and max(changes, key=lambda c: (c.ordinal, c.seq)).is_write
+
+    def live_attributes(self, paths: Sequence[str]) -> set[str]:
+        """Attributes that some of ``paths`` carry (what a whole-prim delete deletes)."""
+        return {a for (a, p) in self.history if p in paths and self.live((a, p))}
+
+    def has_pending_writes(self) -> bool:
+        """Whether a write is not known to have finished."""
+        return any(op.kind == "write" for op in self.pending.values())
+
+    # -- writes --------------------------------------------------------------------------
 
     def write_errors(
         self,
@@ -201,26 +250,38 @@ class StageModel:
     ) -> set[ErrorCode]:
         """Status codes a write may be rejected with at enqueue (empty: must be accepted).
 
-        ``schema`` identifies the column layout the write would create (dtype, lanes, ...).
+        ``schema`` is the layout the write carries (dtype, lanes, semantic). A schema other
+        than the attribute's column's is refused when a target prim carries the attribute.
         """
         errors: set[ErrorCode] = set()
         if ordinal <= self.floors.effective(attribute):
             errors.add(ErrorCode.WRITE_FLOOR_VIOLATION)
-        known = self.schemas.get(attribute)
-        if known is not None and known != schema:
-            errors.add(ErrorCode.INVALID_ARGUMENT)
         if plan is None:
             errors.add(ErrorCode.INVALID_ARGUMENT)
-        elif insert and any(prim in self.prims_done for prim, _ in plan.targets):
+            return errors
+        known = self.schemas.get(attribute)
+        if (
+            known is not None
+            and known != schema
+            and any(self.live((attribute, prim)) for prim, _ in plan.targets)
+        ):
+            errors.add(ErrorCode.INVALID_ARGUMENT)
+        if insert and any(prim in self.prims for prim, _ in plan.targets):
             errors.add(ErrorCode.PRIM_NOT_FOUND)
         return errors
 
-    def insert_is_racy(self, plan: WritePlan) -> bool:
-        """Whether an INSERT's outcome depends on pending writes (avoid such inserts)."""
-        return any(prim in self.prims_maybe for prim, _ in plan.targets)
+    def creates_column(self, attribute: str, schema: tuple[object, ...], plan: WritePlan) -> bool:
+        """Whether an accepted write would create a second column for ``attribute``."""
+        known = self.schemas.get(attribute)
+        return known is not None and known != schema and bool(plan.targets)
+
+    def touches_pending(self, prims: Iterable[str]) -> bool:
+        """Whether a pending write targets one of ``prims`` (INSERT/delete would race it)."""
+        wanted = set(prims)
+        return any(p in wanted for op in self.pending.values() for _, p in op.keys)
 
     def schema_is_racy(self, attribute: str, schema: tuple[object, ...]) -> bool:
-        """Whether a pending write may create ``attribute`` with a different schema."""
+        """Whether a pending write may create ``attribute`` with another schema."""
         return any(
             op.kind == "write" and op.attribute == attribute and op.schema != schema
             for op in self.pending.values()
@@ -236,21 +297,55 @@ class StageModel:
         payload: Sequence[Value],
     ) -> None:
         """Record an accepted write (op id ``op``) whose execution is still pending."""
-        seq = self.next_seq()
+        seq = self._next_seq()
         keys = []
         for i, (prim, row) in enumerate(plan.targets):
             key = (attribute, prim)
             # A query may name a prim twice: the later element of the same write wins.
-            change = Change(ordinal, seq * _MAX_TARGETS + i, op, payload[row])
-            self.history.setdefault(key, []).append(change)
+            self.history.setdefault(key, []).append(Change(ordinal, seq + i, op, payload[row]))
             keys.append(key)
-            self.prims_maybe.add(prim)
         self.pending[op] = _Op("write", attribute, tuple(keys), schema)
 
-    def accept_advance(self, op: int, ordinal: int) -> None:
-        """Record an accepted ``advance_write_floor(ordinal, Scope.ALL)``."""
-        self.floors.advance_all(ordinal)
-        self.pending[op] = _Op("advance")
+    # -- deletes -------------------------------------------------------------------------
+
+    def delete_errors(
+        self, paths: Sequence[str], attributes: Sequence[str], ordinal: int
+    ) -> set[ErrorCode]:
+        """Codes a delete may be rejected with (an empty ``attributes`` deletes whole prims,
+        checked against the attributes the prims carry)."""
+        checked = attributes or self.live_attributes(paths)
+        if any(ordinal <= self.floors.effective(a) for a in checked):
+            return {ErrorCode.WRITE_FLOOR_VIOLATION}
+        return set()
+
+    def apply_delete(
+        self, op: int, paths: Sequence[str], attributes: Sequence[str], ordinal: int
+    ) -> None:
+        """Record an accepted delete that already finished (callers wait deletes at once,
+        with no write pending): tombstones for keys with rows; whole prims stop existing."""
+        whole = not attributes
+        names = sorted(self.live_attributes(paths)) if whole else list(dict.fromkeys(attributes))
+        seq = self._next_seq()
+        for a in names:
+            for prim in dict.fromkeys(paths):
+                key = (a, prim)
+                if self.has_row(key):
+                    self.history[key].append(Change(ordinal, seq, op, TOMBSTONE))
+        if whole:
+            self.prims.difference_update(paths)
+
+    # -- floors --------------------------------------------------------------------------
+
+    def accept_advance(
+        self, op: int, ordinal: int, scope: Scope = Scope.ALL, listed: Sequence[str] = ()
+    ) -> None:
+        """Record an accepted advance (``EXCLUDE`` only with no write pending)."""
+        self.floors.advance(ordinal, scope, listed, self.known)
+        self.pending[op] = _Op("other")
+
+    def accept_other(self, op: int) -> None:
+        """Track an accepted op that changes no data (releases)."""
+        self.pending[op] = _Op("other")
 
     def finished(self, op: int) -> None:
         """The engine reported op ``op`` finished (successfully)."""
@@ -258,56 +353,88 @@ class StageModel:
         if tracked is None or tracked.kind != "write" or not tracked.keys:
             return
         self.schemas.setdefault(tracked.attribute, tracked.schema or ())
-        for _, prim in tracked.keys:
-            self.prims_done.add(prim)
-        self.prims_maybe = {prim for other in self.pending.values() for _, prim in other.keys}
+        self.known.add(tracked.attribute)
+        self.prims.update(prim for _, prim in tracked.keys)
 
     # -- reads ---------------------------------------------------------------------------
 
-    def _applied(self, change: Change) -> bool:
-        return change.op not in self.pending
+    def _key_outcome(
+        self, key: Key, applied: list[Change], floor: int, span: tuple[int, int] | None
+    ) -> Outcome:
+        """The outcome of ``key`` when exactly ``applied`` of its changes were applied."""
+        if not any(c.is_write for c in applied):
+            return ABSENT  # no row
+        sealed = [c for c in applied if c.ordinal <= floor]
+        newest = max(sealed, key=lambda c: (c.ordinal, c.seq)) if sealed else None
+        if span is None:  # latest read
+            if newest is None:
+                return ErrorCode.WRITE_FLOOR_VIOLATION
+            return ABSENT if newest.value is TOMBSTONE else newest.value
+        start, end = span
+        in_range = [c for c in applied if start <= c.ordinal <= end]
+        if not in_range:
+            return ABSENT
+        if any(c.ordinal > floor for c in in_range):
+            return ErrorCode.WRITE_FLOOR_VIOLATION
+        if any(c.ordinal > end for c in applied):
+            return ErrorCode.OUT_OF_RANGE
+        assert newest is not None
+        return newest.value
 
-    def latest(self, key: tuple[str, str]) -> Change | None:
-        """The newest change of ``key`` at or below its floor (None: no sealed change)."""
-        floor = self.floors.effective(key[0])
-        sealed = [c for c in self.history.get(key, ()) if c.ordinal <= floor]
-        return max(sealed, key=lambda c: (c.ordinal, c.seq)) if sealed else None
+    def _key_outcomes(self, key: Key, floor: int, span: tuple[int, int] | None) -> set[Outcome]:
+        changes = self.history.get(key, [])
+        # Changes at or below the floor are applied by the time the read runs (it waits for
+        # the advances, which wait for them); pending ones above it may or may not be.
+        certain = [c for c in changes if self._applied(c) or c.ordinal <= floor]
+        maybe = [c for c in changes if c not in certain]
+        outcomes = set()
+        for n in range(len(maybe) + 1):
+            for subset in combinations(maybe, n):
+                outcomes.add(self._key_outcome(key, certain + list(subset), floor, span))
+        return outcomes
 
-    def expect_read(self, paths: Sequence[str], attributes: Sequence[str]) -> ReadExpectation:
-        """What ``read_attributes(query(paths), attributes, latest(N))`` may return."""
+    def pending_changes(self, paths: Sequence[str], attributes: Sequence[str]) -> int:
+        """The most uncertain changes of one key a read would enumerate."""
+        return max(
+            (
+                sum(1 for c in self.history.get((a, p), ()) if not self._applied(c))
+                for a in attributes
+                for p in paths
+            ),
+            default=0,
+        )
+
+    def expect_read(
+        self, paths: Sequence[str], attributes: Sequence[str], span: tuple[int, int] | None = None
+    ) -> ReadExpectation:
+        """What ``read_attributes(query(paths), attributes, range)`` may return: a latest
+        read when ``span`` is None, else the range ``[start, end]``."""
         exp = ReadExpectation()
         for attribute in dict.fromkeys(attributes):
             floor = self.floors.effective(attribute)
-            exp.floor = floor
-            sealed_ordinals = [
+            exp.floors[attribute] = floor
+            sealed = [
                 c.ordinal
                 for (a, _), changes in self.history.items()
                 if a == attribute
                 for c in changes
                 if c.ordinal <= floor
             ]
-            if sealed_ordinals:
-                exp.group_ordinals[attribute] = max(sealed_ordinals)
+            if sealed:
+                exp.group_ordinals[attribute] = max(sealed)
             for prim in dict.fromkeys(paths):
                 key = (attribute, prim)
-                changes = self.history.get(key)
-                if not changes:
-                    continue
-                newest = self.latest(key)
-                if newest is not None:
-                    if newest.value is not TOMBSTONE:
-                        exp.values[key] = newest.value  # type: ignore[assignment]
-                elif any(self._applied(c) for c in changes):
-                    exp.must_fail.add(key)
-                else:
-                    exp.uncertain.add(key)
+                if key in self.history:
+                    exp.outcomes[key] = self._key_outcomes(key, floor, span)
         return exp
 
-    def sealed_state(self) -> dict[tuple[str, str], Value]:
+    def sealed_state(self) -> dict[Key, Value]:
         """Every key's newest sealed value (for end-of-run comparisons)."""
-        out: dict[tuple[str, str], Value] = {}
+        out: dict[Key, Value] = {}
         for key in self.history:
-            newest = self.latest(key)
-            if newest is not None and newest.value is not TOMBSTONE:
-                out[key] = newest.value  # type: ignore[assignment]
+            outcome = self._key_outcome(
+                key, self._applied_changes(key), self.floors.effective(key[0]), None
+            )
+            if isinstance(outcome, tuple):
+                out[key] = outcome
         return out

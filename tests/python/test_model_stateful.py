@@ -1,12 +1,13 @@
 """Model-based test: random op sequences on a real stage, compared with ``model.StageModel``.
 
 A hypothesis ``RuleBasedStateMachine`` drives one stage with writes (dense, ``count``,
-``index_map``, ``mask``; UPSERT and INSERT; sometimes a conflicting schema or an invalid
-addressing), floor advances, queries (duplicates and empty ones included), raw polls with
-timeout 0, waits, releases and latest reads, submitting ops out of ordinal order without
-waiting. Every enqueue result is checked against the model's admission rules and every read
-against its sealed-snapshot semantics; teardown seals everything and compares the whole
-stage.
+``index_map``, ``mask``; UPSERT and INSERT; sometimes a schema change or invalid addressing),
+attribute and whole-prim deletes, floor advances (``ALL``, ``INCLUDE``, ``EXCLUDE``), queries
+(duplicates and empty ones included), raw polls with timeout 0, waits, releases, latest and
+range reads, and floor queries, submitting ops out of ordinal order without waiting. Every
+enqueue result is checked against the model's admission rules and every read against its
+sealed-snapshot and change-membership semantics; teardown seals everything and compares the
+whole stage.
 
 ``OVSTAGE_MODEL_EXAMPLES`` / ``OVSTAGE_MODEL_STEPS`` raise the budget for longer local runs.
 """
@@ -31,10 +32,12 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
-from model import ReadExpectation, StageModel, Value, plan_targets
-from ovstage import TIMEOUT_INFINITE, AttributeSemantic, ErrorCode, OvstageError, PrimMode
+from model import TOMBSTONE, ReadExpectation, StageModel, Value, plan_targets
+from ovstage import AttributeSemantic, ErrorCode, OvstageError, PrimMode, Scope
 
 PRIMS = ("/W/p0", "/W/p1", "/W/p2", "/W/p3", "/W/p4")
+# A read enumerates subsets of a key's unfinished changes; settle ops beyond this many.
+MAX_UNCERTAIN = 5
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,8 @@ ATTRS = (
     Attr("b", np.dtype(np.int16), (3,), int(AttributeSemantic.POINT)),
     Attr("c", np.dtype(np.float64), (4, 4), int(AttributeSemantic.MATRIX)),
 )
-#: The dtype a "wrong schema" write uses instead of the attribute's own.
+NAMES = [a.name for a in ATTRS]
+#: The dtype a "schema change" write uses instead of the attribute's own.
 OTHER_DTYPE = np.dtype(np.int32)
 
 
@@ -87,13 +91,13 @@ def _rows_as_values(payload: np.ndarray) -> list[Value]:
 write_shapes = st.fixed_dictionaries(
     {
         "mode": st.sampled_from(["dense", "count", "index_map", "mask"]),
-        "rows_delta": st.sampled_from([0, 0, 0, 0, 1, -1]),
+        "rows_delta": st.sampled_from([0] * 8 + [1, -1]),
         "count": st.integers(1, len(PRIMS) + 1),
         "index_map": st.lists(st.integers(0, 1 << 16), min_size=1, max_size=6),
         "map_rows": st.integers(1, 6),
         "bad_map": st.integers(0, 7).map(lambda x: x == 0),
         "mask": st.integers(0, 63),
-        "wrong_schema": st.integers(0, 9).map(lambda x: x == 0),
+        "schema_change": st.integers(0, 9).map(lambda x: x == 0),
     }
 )
 
@@ -124,6 +128,13 @@ class StageMachine(RuleBasedStateMachine):
         self.live_queries.append(ref)
         return ref
 
+    def _ordinal(self, delta: int, names: list[str] | None = None) -> int:
+        """An ordinal ``delta`` around the highest floor of ``names`` (all attributes)."""
+        floor = max(self.model.floors.effective(n) for n in names or NAMES)
+        ordinal = max(0, floor + delta)
+        self.max_ordinal = max(self.max_ordinal, ordinal)
+        return ordinal
+
     def _track(self, op: ovstage.Operation) -> None:
         assert op.ok, f"enqueue unexpectedly rejected: {op.error_message()}"
         assert op.op_id != 0
@@ -150,10 +161,22 @@ class StageMachine(RuleBasedStateMachine):
         for op_id in sorted(self.ops):
             self._finish(op_id)
 
-    def _read(self, ref: QueryRef, names: list[str], end: int) -> dict[Any, Value] | ErrorCode:
-        """A latest read: values by ``(attribute, prim)``, or the read's error code."""
-        values: dict[tuple[str, str], Value] = {}
-        read = self.stage.read_attributes(ref.query, names, ovstage.OrdinalRange.latest(end))
+    def _expect_rejected(self, op: ovstage.Operation, errors: set[ErrorCode]) -> None:
+        assert op.status in errors, (op.status, errors, op.error_message())
+        assert op.op_id == 0
+        try:
+            op.wait()
+        except OvstageError as exc:
+            assert exc.code == op.status
+        else:
+            raise AssertionError("wait() of a rejected enqueue did not raise")
+
+    def _read(
+        self, ref: QueryRef, names: list[str], rng: ovstage.OrdinalRange
+    ) -> dict[Any, Any] | ErrorCode:
+        """Values (or TOMBSTONE) by ``(attribute, prim)``, or the read's error code."""
+        values: dict[tuple[str, str], Any] = {}
+        read = self.stage.read_attributes(ref.query, names, rng)
         try:
             with read:
                 for group in read.groups():
@@ -168,36 +191,48 @@ class StageMachine(RuleBasedStateMachine):
                     read.op.wait()
         return values
 
-    def _group_values(self, group: ovstage.ReadGroup) -> dict[tuple[str, str], Value]:
+    def _group_values(self, group: ovstage.ReadGroup) -> dict[tuple[str, str], Any]:
         name = self.paths.token_to_string(group.attribute)
         attr = next(a for a in ATTRS if a.name == name)
-        assert not group.is_delete and not group.is_array
-        assert group.tensor_count == 1
+        assert not group.is_array
         assert group.semantic == attr.semantic
-        assert group.tensor(0).dtype.lanes == attr.lanes
-        expected = self.expected
-        assert group.ordinal == expected.group_ordinals[name], (group.ordinal, expected)
-        assert group.meta.attribute_write_floor_ordinal == expected.floor
-        data = np.from_dlpack(group.dlpack(0))
+        assert group.ordinal == self.expected.group_ordinals[name], (group.ordinal, name)
+        assert group.meta.attribute_write_floor_ordinal == self.expected.floors[name]
         prim_paths = self.paths.get_path_strings(group.prim_list)
+        prims = [prim_paths[group.prim_index(k)] for k in range(group.prim_count)]
+        if group.is_delete:
+            assert (group.tensor_count, group.data_count) == (0, 0)
+            return {(name, p): TOMBSTONE for p in prims}
+        assert group.tensor_count == 1
+        assert group.tensor(0).dtype.lanes == attr.lanes
+        data = np.from_dlpack(group.dlpack(0))
         out = {}
-        for local in range(group.prim_count):
+        for local, prim in enumerate(prims):
             row = group.data_row_index(local) if group.has_data_index_map else local
-            value = tuple(float(x) for x in np.atleast_1d(data[row]))
-            out[(name, prim_paths[group.prim_index(local)])] = value
+            out[(name, prim)] = tuple(float(x) for x in np.atleast_1d(data[row]))
         return out
 
-    def _check_read(self, ref: QueryRef, names: list[str], end: int) -> None:
-        self.expected = self.model.expect_read(ref.paths, names)
-        outcome = self._read(ref, names, end)
-        if isinstance(outcome, ErrorCode):
-            event(f"read failed: {outcome.name}")
+    def _check_read(self, ref: QueryRef, names: list[str], span: tuple[int, int] | None) -> None:
+        if self.model.pending_changes(ref.paths, names) > MAX_UNCERTAIN:
+            self._poll_all()
+        if self.model.pending_changes(ref.paths, names) > MAX_UNCERTAIN:
+            self._flush()
+        self.expected = self.model.expect_read(ref.paths, names, span)
+        if span is None:
+            rng = ovstage.OrdinalRange.latest(self.max_ordinal)
         else:
-            event(f"read returned {min(len(outcome), 3)}+ values")
-        if self.expected.uncertain:
-            event("read with uncertain keys")
+            rng = ovstage.OrdinalRange.between(*span)
+        outcome = self._read(ref, names, rng)
+        kind = "latest" if span is None else "range"
+        if isinstance(outcome, ErrorCode):
+            event(f"{kind} read failed: {outcome.name}")
+        else:
+            tombs = sum(v is TOMBSTONE for v in outcome.values())
+            event(f"{kind} read returned {min(len(outcome) - tombs, 3)}+ values, {tombs} tombs")
+        if any(len(o) > 1 for o in self.expected.outcomes.values()):
+            event(f"{kind} read with uncertain keys")
         problem = self.expected.check(outcome)
-        assert problem is None, f"read {names} over {ref.paths}: {problem}"
+        assert problem is None, f"{kind} read {names} {span} over {ref.paths}: {problem}"
 
     # -- rules ---------------------------------------------------------------------------
 
@@ -223,13 +258,13 @@ class StageMachine(RuleBasedStateMachine):
     ) -> None:
         """Enqueue a write without waiting; check admission against the model.
 
-        The ordinal is drawn around the requested floor, so both admissions and
+        The ordinal is drawn around the floor, so both admissions and
         ``WRITE_FLOOR_VIOLATION`` rejections are common.
         """
         if ref.query.released:
             return
-        ordinal = max(0, self.model.floors.global_floor + ordinal_delta)
-        self.max_ordinal = max(self.max_ordinal, ordinal)
+        model = self.model
+        ordinal = self._ordinal(ordinal_delta, [attr.name])
         n = len(ref.paths)
         mode = shape["mode"]
         count = index_map = mask = None
@@ -249,18 +284,28 @@ class StageMachine(RuleBasedStateMachine):
         else:
             rows = n + shape["rows_delta"]
         rows = max(rows, 0)
-        dtype = OTHER_DTYPE if shape["wrong_schema"] else attr.dtype
-        schema = attr.schema(dtype)
         # Python passes count = len(index_map) when count is omitted (spec §5.3).
         logical = len(index_map) if index_map is not None else count
         plan = plan_targets(ref.paths, rows, logical, index_map, mask)
-        if self.model.schema_is_racy(attr.name, schema):
+        # A schema change is only tried where it must be refused (a target carries the
+        # attribute): elsewhere it would open a second column, which the model leaves out.
+        dtype = attr.dtype
+        if shape["schema_change"] and attr.name in model.schemas:
+            dtype = OTHER_DTYPE
+        schema = attr.schema(dtype)
+        if model.schema_is_racy(attr.name, schema):
             self._flush()
-        if insert and plan is not None and self.model.insert_is_racy(plan):
+        if (
+            plan is not None
+            and model.creates_column(attr.name, schema, plan)
+            and not any(model.live((attr.name, p)) for p, _ in plan.targets)
+        ):
+            return
+        if insert and plan is not None and model.touches_pending(p for p, _ in plan.targets):
             self._flush()
         self.uid += 1
         payload = _payload(self.uid, rows, attr, dtype)
-        errors = self.model.write_errors(attr.name, schema, ordinal, plan, insert)
+        errors = model.write_errors(attr.name, schema, ordinal, plan, insert)
         op = self.stage.write_attribute(
             ref.query,
             attr.name,
@@ -275,32 +320,79 @@ class StageMachine(RuleBasedStateMachine):
         )
         event(f"write {mode}: " + (ErrorCode(op.status).name if not op.ok else "accepted"))
         if errors:
-            assert op.status in errors, (op.status, errors, op.error_message())
-            assert op.op_id == 0
-            try:
-                op.wait()
-            except OvstageError as exc:
-                assert exc.code == op.status
-            else:
-                raise AssertionError("wait() of a rejected enqueue did not raise")
+            self._expect_rejected(op, errors)
             return
         assert plan is not None
         self._track(op)
-        self.model.accept_write(
-            op.op_id, attr.name, schema, ordinal, plan, _rows_as_values(payload)
-        )
+        model.accept_write(op.op_id, attr.name, schema, ordinal, plan, _rows_as_values(payload))
         if insert:
             # An INSERT must not race writes enqueued after it (they could create its prims).
             self._finish(op.op_id)
 
-    @rule(ordinal_delta=st.integers(-1, 3))
-    def advance(self, ordinal_delta: int) -> None:
-        """Enqueue a floor advance (Scope.ALL) without waiting; lower ones are no-ops."""
-        ordinal = max(0, self.model.floors.global_floor + ordinal_delta)
-        self.max_ordinal = max(self.max_ordinal, ordinal)
-        op = self.stage.advance_write_floor(ordinal)
+    @rule(
+        ref=queries,
+        attr=st.sampled_from(ATTRS),
+        ordinal_delta=st.integers(0, 5),
+        shape=write_shapes,
+    )
+    def upsert(self, ref: QueryRef, attr: Attr, ordinal_delta: int, shape: dict[str, Any]) -> None:
+        """An UPSERT above the floor (writes are the bulk of a real workload)."""
+        self.write(ref, attr, ordinal_delta, shape, False)
+
+    @rule(
+        ref=queries,
+        names=st.lists(st.sampled_from(NAMES), max_size=3),
+        ordinal_delta=st.integers(-1, 4),
+    )
+    def delete(self, ref: QueryRef, names: list[str], ordinal_delta: int) -> None:
+        """Delete attributes (or, with none listed, the whole prims) and wait for it.
+
+        Pending writes are settled first: a delete racing them is not decided by the model.
+        """
+        if ref.query.released:
+            return
+        self._flush()
+        ordinal = self._ordinal(ordinal_delta, names or None)
+        errors = self.model.delete_errors(ref.paths, names, ordinal)
+        op = self.stage.delete_attributes(ref.query, names, ordinal)
+        event(("delete attributes: " if names else "delete prims: ") + ErrorCode(op.status).name)
+        if errors:
+            self._expect_rejected(op, errors)
+            return
+        assert op.ok, op.error_message()
+        op.wait()
+        self.model.apply_delete(op.op_id, ref.paths, names, ordinal)
+
+    @rule(
+        ordinal_delta=st.integers(-1, 3),
+        scope=st.sampled_from([Scope.ALL, Scope.ALL, Scope.INCLUDE, Scope.EXCLUDE]),
+        listed=st.lists(st.sampled_from(NAMES), max_size=2, unique=True),
+    )
+    def advance(self, ordinal_delta: int, scope: Scope, listed: list[str]) -> None:
+        """Enqueue a floor advance without waiting; lower ones are no-ops.
+
+        ``EXCLUDE`` raises the attributes known when it runs, so pending writes (which may
+        create attributes) are settled first.
+        """
+        if scope == Scope.EXCLUDE and self.model.has_pending_writes():
+            self._flush()
+        if scope == Scope.ALL:
+            listed = []
+        ordinal = self._ordinal(ordinal_delta, listed or None)
+        op = self.stage.advance_write_floor(ordinal, scope, [self._token(n) for n in listed])
+        event(f"advance {scope.name}")
         self._track(op)
-        self.model.accept_advance(op.op_id, ordinal)
+        self.model.accept_advance(op.op_id, ordinal, scope, listed)
+
+    @rule()
+    def seal_everything(self) -> None:
+        """``advance_write_floor(highest ordinal used)``: every change becomes readable."""
+        op = self.stage.advance_write_floor(self.max_ordinal)
+        self._track(op)
+        self.model.accept_advance(op.op_id, self.max_ordinal)
+
+    def _token(self, name: str) -> int:
+        return self.paths.intern_token(name)
 
     @rule()
     def poll(self) -> None:
@@ -325,17 +417,51 @@ class StageMachine(RuleBasedStateMachine):
 
     @rule(
         ref=queries,
-        names=st.lists(st.sampled_from([a.name for a in ATTRS]), min_size=1, max_size=3),
-        end=st.integers(0, (1 << 64) - 1),
+        names=st.lists(st.sampled_from(NAMES), min_size=1, max_size=3),
         settle=st.booleans(),
     )
-    def read(self, ref: QueryRef, names: list[str], end: int, settle: bool) -> None:
-        """A latest read; ``end`` is irrelevant to latest reads (spec §1.10)."""
+    def read_latest(self, ref: QueryRef, names: list[str], settle: bool) -> None:
+        """A latest read (its end ordinal is irrelevant, spec §1.10)."""
         if ref.query.released:
             return
         if settle:
             self._poll_all()
-        self._check_read(ref, names, end)
+        self._check_read(ref, names, None)
+
+    @rule(
+        ref=queries,
+        names=st.lists(st.sampled_from(NAMES), min_size=1, max_size=2),
+        anchor=st.integers(0, 1 << 16),
+        back=st.integers(0, 3),
+        length=st.integers(0, 12),
+        settle=st.booleans(),
+    )
+    def read_range(
+        self, ref: QueryRef, names: list[str], anchor: int, back: int, length: int, settle: bool
+    ) -> None:
+        """A range read ``[start, start + length]`` near an ordinal some change was made at."""
+        if ref.query.released:
+            return
+        if settle:
+            self._poll_all()
+        ordinals = sorted(
+            {c.ordinal for changes in self.model.history.values() for c in changes}
+            | {self.model.floors.effective(n) for n in names}
+        )
+        start = max(0, ordinals[anchor % len(ordinals)] - back)
+        self._check_read(ref, names, (start, start + length))
+
+    @rule(name=st.sampled_from([*NAMES, None]))
+    def check_floor(self, name: str | None) -> None:
+        """``get_attribute_write_floor`` (``None``: the reported global floor)."""
+        self._flush()
+        with self.stage.get_attribute_write_floor(name) as query:
+            got = query.fetch()
+        if name is None:
+            want = self.model.floors.reported_global(self.model.known)
+        else:
+            want = self.model.floors.effective(name)
+        assert got == want, (name, got, want)
 
     @precondition(lambda self: len(self.live_queries) > 1)
     @rule(ref=consumes(queries))
@@ -343,7 +469,9 @@ class StageMachine(RuleBasedStateMachine):
         """Release a query while ops that use it may still be pending."""
         if ref.query.released:
             return
-        ref.query.release().wait()
+        op = ref.query.release()
+        self._track(op)
+        self.model.accept_other(op.op_id)
         self.live_queries.remove(ref)
 
     @invariant()
@@ -359,25 +487,27 @@ class StageMachine(RuleBasedStateMachine):
         try:
             self._flush()
             op = self.stage.advance_write_floor(self.max_ordinal)
-            op.wait()
-            self.model.floors.advance_all(self.max_ordinal)
+            self._track(op)
+            self.model.accept_advance(op.op_id, self.max_ordinal)
+            self._finish(op.op_id)
             with contextlib.ExitStack() as stack:
                 ref = self._make_query(PRIMS)
                 stack.callback(lambda: ref.query.release().wait())
-                self._check_read(ref, [a.name for a in ATTRS], TIMEOUT_INFINITE)
+                self._check_read(ref, NAMES, None)
+                assert self.expected.check(self.model.sealed_state()) is None
             for live in self.live_queries:
                 if not live.query.released:
                     live.query.release().wait()
             diag = self.stage._diagnostics()
-            assert diag["ops"] == 0, diag
-            assert diag["reads"] == 0 and diag["groups"] == 0 and diag["queries"] == 0, diag
+            for kind in ("ops", "reads", "groups", "queries", "ordinal_queries", "maps"):
+                assert diag[kind] == 0, diag
         finally:
             self.stage.destroy()
 
 
 StageMachine.TestCase.settings = settings(
-    max_examples=int(os.environ.get("OVSTAGE_MODEL_EXAMPLES", "120")),
-    stateful_step_count=int(os.environ.get("OVSTAGE_MODEL_STEPS", "30")),
+    max_examples=int(os.environ.get("OVSTAGE_MODEL_EXAMPLES", "150")),
+    stateful_step_count=int(os.environ.get("OVSTAGE_MODEL_STEPS", "40")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
