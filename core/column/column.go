@@ -273,8 +273,12 @@ func (c *Column) markSealed(r int32, d *Delta) {
 	if k.hasSealed && d.Ordinal < k.sealedOrd {
 		return // a newer sealed version exists (cannot happen when folding in order)
 	}
-	if k.visible() == d.Tombstone {
-		c.layout++ // the key appears in or leaves latest reads
+	// Latest reads return visible keys and select keys with no sealed version (to refuse
+	// them); a change of either invalidates cached selections. A key whose first sealed
+	// version is a tombstone stays invisible but leaves the selection.
+	selected := !(k.hasSealed && k.deleted)
+	if k.visible() == d.Tombstone || selected == d.Tombstone {
+		c.layout++
 	}
 	k.hasSealed = true
 	k.deleted = d.Tombstone
