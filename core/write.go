@@ -48,9 +48,11 @@ type preparedWrite struct {
 	ordinal  uint64
 	payload  buffer.Buffer
 	// Array columns: byte offset and element count of each source row in payload. A packed
-	// payload (one tensor of uniform rows) is split when the logical row count is known.
-	rowOff, rowLen []int64
-	packed         bool
+	// payload (one tensor of uniform rows) is split when the logical row count is known, into
+	// rows of width bytes (widthElems elements) that are computed, not materialized.
+	rowOff, rowLen    []int64
+	packed, split     bool
+	width, widthElems int64
 }
 
 // resolveAttribute returns the token for a token-or-string attribute argument.
@@ -196,7 +198,7 @@ func (w *preparedWrite) copyPayload(tensors []dlpack.Tensor) error {
 
 // splitPacked divides a packed array payload into rows, once the logical row count is known.
 func (w *preparedWrite) splitPacked(logical int) error {
-	if !w.packed || w.rowOff != nil {
+	if !w.packed || w.split {
 		return nil
 	}
 	rows := int64(logical)
@@ -215,14 +217,9 @@ func (w *preparedWrite) splitPacked(logical int) error {
 			"%stensors[0]: %d payload bytes do not split into %d (%s) uniform rows of whole %s elements",
 			w.label, size, rows, what, w.schema.DType)
 	}
-	width := size / rows
-	w.rows = rows
-	w.rowOff = make([]int64, rows)
-	w.rowLen = make([]int64, rows)
-	for i := range w.rowOff {
-		w.rowOff[i] = int64(i) * width
-		w.rowLen[i] = width / elem
-	}
+	w.rows, w.split = rows, true
+	w.width = size / rows
+	w.widthElems = w.width / elem
 	return nil
 }
 
@@ -499,7 +496,8 @@ func (s *Stage) applyWrite(op *sched.Op, q *Query, w *preparedWrite) error {
 	}
 	s.mu.Unlock()
 	staged = true
-	d := &column.Delta{Ordinal: w.ordinal, Seq: op.ID, Src: src, Payload: w.payload, RowOff: w.rowOff, RowLen: w.rowLen}
+	d := &column.Delta{Ordinal: w.ordinal, Seq: op.ID, Src: src, Payload: w.payload, RowOff: w.rowOff, RowLen: w.rowLen,
+		Width: w.width, WidthElems: w.widthElems}
 	if c.Stage(targets, d) || s.primsRemoved.Load() {
 		// New rows mean possibly new prims; existing rows' prims are already recorded unless
 		// a whole-prim delete removed them since.

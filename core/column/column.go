@@ -29,12 +29,25 @@ type Delta struct {
 	// Src[i] is the payload row that Rows[i] takes (nil: row i).
 	Src []int32
 	// Payload holds the source rows (owned). Fixed: rowBytes per row. Array: RowOff/RowLen
-	// give each source row's byte offset and element count.
-	Payload buffer.Buffer
-	RowOff  []int64
-	RowLen  []int64
+	// give each source row's byte offset and element count; when they are nil, the rows are
+	// uniform: row s starts at s*Width bytes and holds WidthElems elements (a packed payload
+	// may name far more rows than it holds bytes, e.g. empty rows up to a large index map
+	// entry, so they are not materialized).
+	Payload    buffer.Buffer
+	RowOff     []int64
+	RowLen     []int64
+	Width      int64
+	WidthElems int64
 	// Tombstone deletes the rows instead of writing them (no payload).
 	Tombstone bool
+}
+
+// row returns the byte offset and element count of array source row s.
+func (d *Delta) row(s int32) (off, n int64) {
+	if d.RowOff == nil {
+		return int64(s) * d.Width, d.WidthElems
+	}
+	return d.RowOff[s], d.RowLen[s]
 }
 
 func (d *Delta) src(i int) int32 {
@@ -334,7 +347,8 @@ func (c *Column) applyArray(d *Delta) {
 			c.arrays[r] = arrayRow{}
 		} else {
 			s := d.src(i)
-			c.arrays[r] = arrayRow{buf: d.Payload.Retain(), off: d.RowOff[s], n: d.RowLen[s]}
+			off, n := d.row(s)
+			c.arrays[r] = arrayRow{buf: d.Payload.Retain(), off: off, n: n}
 		}
 		if old.buf.Valid() {
 			old.buf.Release()

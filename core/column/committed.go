@@ -32,7 +32,7 @@ func (c *Column) Committed(prims []uint64, fn func(i int, value []byte)) {
 			s := src.d.src(src.i)
 			payload := src.d.Payload.Bytes()
 			if c.Schema.IsArray {
-				off, n := src.d.RowOff[s], src.d.RowLen[s]
+				off, n := src.d.row(s)
 				fn(i, payload[off:off+n*int64(rb)])
 			} else {
 				fn(i, payload[int(s)*rb:int(s+1)*rb])
