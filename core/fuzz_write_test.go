@@ -217,18 +217,24 @@ func (f *fuzzStage) readRows(t *testing.T, attr uint64) map[uint64]string {
 		if err != nil {
 			t.Fatalf("fetch: %v", err)
 		}
-		tv := g.Tensors[0]
-		rb := tv.DType.ElemBytes()
 		for k := 0; k < int(g.PrimCount); k++ {
-			row := k
-			if g.DataIndexMap != nil {
-				row = int(g.DataIndexMap[k])
-			}
 			idx := k
 			if g.PrimIndexMap != nil {
 				idx = int(g.PrimIndexMap[k])
 			}
-			out[f.paths[0][idx]] = string(bytes.Clone(tv.Buffer.Bytes()[row*rb : (row+1)*rb]))
+			var row []byte
+			if g.IsArray { // one tensor per local prim: its elements
+				tv := g.Tensors[k]
+				row = tv.Buffer.Bytes()[tv.ByteOffset : tv.ByteOffset+int(tv.Rows)*tv.DType.ElemBytes()]
+			} else {
+				tv := g.Tensors[0]
+				rb, r := tv.DType.ElemBytes(), k
+				if g.DataIndexMap != nil {
+					r = int(g.DataIndexMap[k])
+				}
+				row = tv.Buffer.Bytes()[tv.ByteOffset+r*rb : tv.ByteOffset+(r+1)*rb]
+			}
+			out[f.paths[0][idx]] = string(bytes.Clone(row))
 		}
 		if err := f.s.ReleaseGroup(g.ID); err != nil {
 			t.Fatal(err)
@@ -342,8 +348,12 @@ func FuzzWriteAttribute(f *testing.F) {
 
 		// Accepted: only a well-formed request may get here.
 		t0 := tensors[0].t
-		if len(tensors) != 1 || req.IsArray || req.Ordinal <= 1 || qi == 3 || len(t0.Shape) == 0 ||
-			(t0.DeviceType != dlpack.DeviceCPU && t0.DeviceType != dlpack.DeviceCUDAHost) {
+		for _, ft := range tensors {
+			if ft.t.DeviceType != dlpack.DeviceCPU && ft.t.DeviceType != dlpack.DeviceCUDAHost {
+				t.Fatalf("write from device %d accepted: %+v", ft.t.DeviceType, req)
+			}
+		}
+		if req.Ordinal <= 1 || qi == 3 || (!req.IsArray && (len(tensors) != 1 || len(t0.Shape) == 0)) {
 			t.Fatalf("malformed write accepted: %+v", req)
 		}
 		fs.mustWait(t, op)
@@ -353,31 +363,75 @@ func FuzzWriteAttribute(f *testing.F) {
 		}
 		fs.mustWait(t, seal)
 
-		payload := tensors[0].compactRows()
-		rows := int(t0.Shape[0])
-		rowBytes := 0
-		if rows > 0 {
-			rowBytes = len(payload) / rows
-		}
-		targets, ok := planTargets(paths, rows, req)
+		nrows, rowData, ok := expectedRows(tensors, req, len(paths))
 		if !ok {
-			t.Fatalf("write accepted though its addressing is invalid: %+v (rows %d)", req, rows)
+			t.Fatalf("write accepted though its payload does not split into rows: %+v", req)
+		}
+		targets, ok := planTargets(paths, int(min(nrows, 1<<40)), req)
+		if !ok {
+			t.Fatalf("write accepted though its addressing is invalid: %+v (rows %d)", req, nrows)
 		}
 		attr := req.AttrToken
 		want := map[uint64]string{}
 		if attr == fs.base {
 			want = baseBefore
+			// A prim that carries the float32 attribute cannot take another schema.
+			changed := req.IsArray || tensors[0].t.DType.Code != dlpack.CodeFloat || tensors[0].t.DType.Bits != 32 ||
+				int(tensors[0].t.DType.Lanes)*int(t0.NumElements()/max(1, t0.Rows())) != 1
+			for _, tg := range targets {
+				if _, carried := baseBefore[tg.prim]; carried && changed {
+					t.Fatalf("a schema change onto a prim that carries the attribute was accepted: %+v", req)
+				}
+			}
 		}
 		for _, tg := range targets {
-			want[tg.prim] = string(payload[tg.row*rowBytes : (tg.row+1)*rowBytes])
+			want[tg.prim] = string(rowData(tg.row))
 		}
 		if got := fs.readRows(t, attr); !mapsEqual(got, want) {
 			t.Fatalf("write %+v read back %x, want %x", req, got, want)
 		}
-		if attr == fs.base && rowBytes != 4 && len(targets) > 0 {
-			t.Fatalf("a %d-byte row was accepted into the float32 column", rowBytes)
-		}
 	})
+}
+
+// expectedRows splits an accepted payload into source rows per the spec (§1.4, §3.8), from a
+// walk of the source memory: fixed rows are the leading dimension; ragged writes take one row
+// per tensor, or (one tensor) uniform rows: max(index_map)+1 of them, else one per logical
+// element. It returns the row count and row i's bytes (rows are not materialized: an index
+// map may name billions of empty ones); ok=false when a packed payload does not split evenly
+// into whole elements.
+func expectedRows(tensors []fuzzTensor, req WriteRequest, queryPrims int) (int64, func(int) []byte, bool) {
+	if req.IsArray && len(tensors) > 1 {
+		return int64(len(tensors)), func(i int) []byte { return tensors[i].compactRows() }, true
+	}
+	payload := tensors[0].compactRows()
+	n := int64(0)
+	if req.IsArray {
+		logical := queryPrims
+		if req.Count > 0 {
+			logical = int(req.Count)
+		}
+		n = int64(logical)
+		if req.HasIndexMap {
+			n = 0
+			for _, v := range req.IndexMap[:req.Count] {
+				n = max(n, int64(v)+1)
+			}
+		}
+		if logical == 0 || logical > queryPrims {
+			return 0, nil, true // nothing written (or refused by addressing)
+		}
+		elem := int64(tensors[0].t.DType.ElemBytes())
+		if n == 0 || int64(len(payload))%n != 0 || (int64(len(payload))/n)%elem != 0 {
+			return 0, nil, false
+		}
+	} else {
+		n = tensors[0].t.Shape[0]
+	}
+	width := int64(0)
+	if n > 0 {
+		width = int64(len(payload)) / n
+	}
+	return n, func(i int) []byte { return payload[int64(i)*width : int64(i+1)*width] }, true
 }
 
 func mapsEqual(a, b map[uint64]string) bool {
