@@ -1,16 +1,18 @@
 """Leak check (``make leakcheck``; not part of CI).
 
-Runs write+wait cycles (sealing as a producer does), read/export/release cycles and
-unwaited-write cycles (a producer that only waits its floor advances) against one stage and
-checks that
+Runs write+wait cycles (sealing as a producer does), read/export/release cycles,
+unwaited-write cycles (a producer that only waits its floor advances) and
+delete/rewrite/range-read/floor-query cycles against one stage and checks that
 
 * the process RSS grows by less than ``OVSTAGE_LEAK_MAX_MB`` (default 5) over each phase,
   measured after a warm-up of the first 5 % of the cycles, and
 * the engine's live object counts (``Stage._diagnostics()``: ops, queries, reads, groups,
-  columns, buffers) return to their values before the phase.
+  columns, buffers, ordinal queries, maps, path lists) return to their values before the
+  phase.
 
-``OVSTAGE_LEAK_WRITES`` (default 1,000,000) and ``OVSTAGE_LEAK_READS`` (default 100,000) scale
-the cycle counts, e.g. ``OVSTAGE_LEAK_WRITES=20000 OVSTAGE_LEAK_READS=5000`` for a quick run.
+``OVSTAGE_LEAK_WRITES`` (default 1,000,000) and ``OVSTAGE_LEAK_READS`` (default 100,000; also
+the count of the last two phases) scale the cycle counts, e.g. ``OVSTAGE_LEAK_WRITES=20000
+OVSTAGE_LEAK_READS=5000`` for a quick run.
 Exit status 1 when a check fails; every figure is printed either way.
 """
 
@@ -126,6 +128,25 @@ def main() -> int:
             stage.advance_write_floor(last + i).wait()
 
         ok &= measure("unwaited write+seal", reads, fire_and_forget_cycle, stage)
+        base = last + reads + 10
+
+        def churn_cycle(i: int) -> None:
+            # Delete, rewrite, seal, range-read the change and query the floor: tombstones,
+            # change membership (pruned beyond the retention budget) and ordinal queries.
+            o = base + 3 * i
+            stage.delete_attributes(query, [ATTR], o).wait()
+            dense[:, 0] = i
+            stage.write_attribute(query, ATTR, o + 1, dense, is_array=False)
+            stage.advance_write_floor(o + 1).wait()
+            rng = ovstage.OrdinalRange.between(o, o + 1)
+            with stage.read_attributes(query, [ATTR], rng) as read:
+                for group in read.groups():
+                    with group:
+                        assert not group.is_delete
+            with stage.get_attribute_write_floor(ATTR) as floor:
+                assert floor.fetch() == o + 1
+
+        ok &= measure("delete+rewrite+range read+floor query", reads, churn_cycle, stage)
     stage.destroy()
     print("leakcheck:", "OK" if ok else "FAILED")
     return 0 if ok else 1

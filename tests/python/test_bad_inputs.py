@@ -500,3 +500,19 @@ def test_non_contiguous_input_is_accepted_by_copying(
     env.stage.advance_write_floor(2).wait()
     values, _ = env.snapshot()
     assert values[attribute] == [expected]
+
+
+def test_packed_ragged_write_naming_billions_of_empty_rows_does_not_exhaust_memory(
+    env: Env,
+) -> None:
+    """An empty packed payload has as many (empty) rows as its index map names: 2**32 here.
+    The engine used to materialize per-row offsets for all of them and abort the process."""
+    empty = np.zeros(0, np.float32)
+    op = env.write(empty, attribute="packed", is_array=True, index_map=[(1 << 32) - 1, 0, 0])
+    op.wait()
+    env.stage.advance_write_floor(2).wait()
+    with env.stage.read_attributes(env.query, ["packed"], ovstage.OrdinalRange.latest(2)) as read:
+        read.wait()
+        with read.fetch_next() as group:
+            assert group.is_array and group.prim_count == 3
+            assert [group.tensor(i).shape_tuple for i in range(3)] == [(0,), (0,), (0,)]

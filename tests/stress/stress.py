@@ -4,7 +4,8 @@
 ``OVSTAGE_STRESS_SECONDS`` (default 30) with a random mix of writes (dense, ``count``,
 ``index_map``, ``mask``; waited, polled or fire-and-forget), INSERTs of fresh prims, INSERTs
 onto existing prims, floor advances, latest reads with DLPack exports, query churn and raw
-polls. Every payload value encodes the write and row it came from, so:
+polls, and deletes of thread-private prims. Every payload value encodes the write and row it
+came from, so:
 
 * every enqueue result is checked against what is decidable under concurrency (an accepted
   write was above every floor whose advance had returned before it started; a
@@ -13,7 +14,7 @@ polls. Every payload value encodes the write and row it came from, so:
 * every value a read returns must come from an accepted write that targeted that prim with
   that row, at an ordinal at or below the group's floor;
 * at the end everything is sealed and the whole stage must equal the model: per key, the
-  accepted write with the highest (ordinal, op id).
+  accepted write with the highest (ordinal, op id), and deleted keys are gone.
 
 Exit status 1 on any violation; the figures are printed either way.
 """
@@ -62,6 +63,7 @@ class Shared:
     failures: list[str] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
     fresh_prims: list[str] = field(default_factory=list)
+    deleted: set[tuple[str, str]] = field(default_factory=set)  # keys deleted after their write
 
     def fail(self, message: str) -> None:
         with self.lock:
@@ -197,6 +199,17 @@ class Worker(threading.Thread):
                     self.shared.fresh_prims.append(prim)
                 op.wait()
                 self.count("insert fresh")
+                if self.rng.randrange(3) == 0:
+                    # Only this thread writes the fresh prim: its delete is deterministic.
+                    gone = self.stage.delete_attributes(query, ["s"], ordinal + 1)
+                    if gone.ok:
+                        gone.wait()
+                        with self.shared.lock:
+                            self.shared.deleted.add(("s", prim))
+                            self.shared.max_ordinal = max(self.shared.max_ordinal, ordinal + 1)
+                        self.count("delete fresh")
+                    elif gone.status != ErrorCode.WRITE_FLOOR_VIOLATION:
+                        self.shared.fail(f"delete of {prim} rejected: {gone.error_message()}")
             else:
                 record.state = "rejected"
                 if op.status != ErrorCode.PRIM_NOT_FOUND:
@@ -321,11 +334,15 @@ def verify_final(stage: ovstage.Stage, shared: Shared) -> int:
                 for local in range(group.prim_count):
                     row = group.data_row_index(local) if group.has_data_index_map else local
                     got[(name, list_paths[group.prim_index(local)])] = float(data[row][0])
+    for key in shared.deleted:
+        expected.pop(key, None)
+        if key in got:
+            shared.fail(f"final {key}: deleted, but read back {got[key]}")
     for key, (_, _, uid, row) in expected.items():
         want = float(uid * ROWS_PER_WRITE + row)
         if got.get(key) != want:
             shared.fail(f"final {key}: got {got.get(key)}, want {want} (write {uid} row {row})")
-    extra = set(got) - set(expected)
+    extra = set(got) - set(expected) - shared.deleted
     if extra:
         shared.fail(f"final read has keys no accepted write made: {sorted(extra)[:5]}")
     return len(expected)
