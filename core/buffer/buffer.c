@@ -28,6 +28,8 @@ ovs_buffer* ovs_buffer_new(size_t size) {
 	b->data = data;
 	b->size = size;
 	b->destroy = host_destroy;
+	b->device_type = 1;  // kDLCPU
+	b->device_id = 0;
 	__atomic_add_fetch(&live_buffers, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&live_bytes, (int64_t)size, __ATOMIC_RELAXED);
 	return b;

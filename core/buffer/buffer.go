@@ -45,8 +45,12 @@ func (b Buffer) Data() unsafe.Pointer { return b.b.data }
 // Size is the payload size in bytes.
 func (b Buffer) Size() int { return int(b.b.size) }
 
-// Bytes views the payload as a Go slice (C memory; valid while a reference is held).
+// Bytes views the payload as a Go slice (C memory; valid while a reference is held). Host
+// buffers only: device memory is not addressable from the CPU (see OnHost).
 func (b Buffer) Bytes() []byte {
+	if !b.OnHost() {
+		panic("buffer.Bytes called on a device buffer (device memory is not host-addressable)")
+	}
 	if b.b.size == 0 {
 		return nil
 	}
