@@ -41,6 +41,8 @@ type Column struct {
 	Name     uint64
 	Schema   Schema
 	rowBytes int
+	// store allocates and copies in the column's placement (host, or one CUDA device).
+	store Storage
 
 	mu         sync.Mutex
 	rowOf      map[uint64]int32
@@ -61,15 +63,24 @@ type Column struct {
 	lastGen   uint64
 }
 
-// New creates an empty column.
+// New creates an empty host column.
 func New(name uint64, schema Schema) (*Column, error) {
-	buf, err := buffer.New(0)
+	return NewPlaced(name, schema, HostStorage())
+}
+
+// NewPlaced creates an empty column whose buffers live where store puts them; the column
+// closes store.
+func NewPlaced(name uint64, schema Schema, store Storage) (*Column, error) {
+	buf, err := store.New(0)
 	if err != nil {
 		return nil, err
 	}
-	return &Column{Name: name, Schema: schema, rowBytes: schema.DType.ElemBytes(),
+	return &Column{Name: name, Schema: schema, rowBytes: schema.DType.ElemBytes(), store: store,
 		rowOf: map[uint64]int32{}, sealed: buf, layoutGen: 1}, nil
 }
+
+// Placement is where the column's payload lives.
+func (c *Column) Placement() Placement { return c.store.Placement() }
 
 // RowBytes is the size of one fixed row.
 func (c *Column) RowBytes() int { return c.rowBytes }
@@ -172,22 +183,23 @@ func (c *Column) Seal(floor uint64) error {
 	if start == len(fold) {
 		return nil
 	}
-	if err := c.makeWritable(nrows); err != nil {
+	old, err := c.makeWritable(nrows)
+	if err != nil {
 		return err
 	}
-	dst := c.sealed.Bytes()
+	if old.Valid() {
+		defer old.Release() // deferred calls run after the Flush below: copies may read it
+	}
 	for _, d := range fold[start:] {
-		src := d.Payload.Bytes()
-		for i, r := range d.Rows {
-			s := int32(i)
-			if d.Src != nil {
-				s = d.Src[i]
-			}
-			copy(dst[int(r)*c.rowBytes:int(r+1)*c.rowBytes], src[int(s)*c.rowBytes:int(s+1)*c.rowBytes])
+		if err := c.store.Copy(c.sealed, d.Payload, rowRuns(d.Rows, d.Src, c.rowBytes)); err != nil {
+			_ = c.store.Flush(c.sealed)
+			return err
+		}
+		for _, r := range d.Rows {
 			c.markSealed(r, d.Ordinal)
 		}
 	}
-	return nil
+	return c.store.Flush(c.sealed)
 }
 
 func (c *Column) markSealed(r int32, ordinal uint64) {
@@ -212,24 +224,32 @@ func (c *Column) coversWholeColumn(d *Delta, nrows int) bool {
 }
 
 // makeWritable ensures the sealed buffer holds nrows rows and has no other reader, copying it
-// (copy-on-write) when a reader or export still holds the current version.
-func (c *Column) makeWritable(nrows int) error {
+// (copy-on-write) when a reader or export still holds the current version. It returns the
+// replaced version, which the caller releases once the storage is flushed (a device copy
+// from it may still be in flight).
+func (c *Column) makeWritable(nrows int) (buffer.Buffer, error) {
 	if c.sealed.Refs() == 1 && c.sealedCap >= nrows {
 		c.sealedRows = nrows
-		return nil
+		return buffer.Buffer{}, nil
 	}
 	capRows := nrows
 	if nrows > c.sealedCap && c.sealedCap > 0 {
 		capRows = max(nrows, c.sealedCap*2)
 	}
-	nb, err := buffer.New(capRows * c.rowBytes)
+	nb, err := c.store.New(capRows * c.rowBytes)
 	if err != nil {
-		return err
+		return buffer.Buffer{}, err
 	}
-	copy(nb.Bytes(), c.sealed.Bytes()[:min(c.sealedRows, nrows)*c.rowBytes])
-	c.sealed.Release()
+	keep := int64(min(c.sealedRows, nrows) * c.rowBytes)
+	if keep > 0 {
+		if err := c.store.Copy(nb, c.sealed, []Run{{Len: keep}}); err != nil {
+			nb.Release()
+			return buffer.Buffer{}, err
+		}
+	}
+	old := c.sealed
 	c.sealed, c.sealedCap, c.sealedRows = nb, capRows, nrows
-	return nil
+	return old, nil
 }
 
 // Selection maps a query's prims onto this column's rows; it stays valid while the column's
@@ -337,4 +357,5 @@ func (c *Column) Close() {
 		}
 	}
 	c.pending = nil
+	c.store.Close()
 }

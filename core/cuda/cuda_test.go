@@ -12,7 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ovstage-go/ovstage/core/buffer"
+	"github.com/ovstage-go/ovstage/core/column"
 	"github.com/ovstage-go/ovstage/core/status"
+	"github.com/ovstage-go/ovstage/dlpack"
 	"github.com/ovstage-go/ovstage/internal/fakecuda"
 )
 
@@ -325,4 +327,52 @@ func TestCopyStreamIsSharedPerDevice(t *testing.T) {
 	require.NoError(t, err)
 	assert.Same(t, s1, s2)
 	assert.Same(t, d, s1.Device())
+}
+
+func TestColumnStorageSealsOnTheDevice(t *testing.T) {
+	useFake(t)
+	d, _ := Get(1)
+	store, err := NewColumnStorage(d)
+	require.NoError(t, err)
+	f32 := column.Schema{DType: dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}}
+	c, err := column.NewPlaced(7, f32, store)
+	require.NoError(t, err)
+	assert.Equal(t, "cuda:1", c.Placement().String())
+
+	upload := func(vals ...float32) buffer.Buffer {
+		b, err := d.Alloc(4*len(vals), false, store.stream)
+		require.NoError(t, err)
+		require.NoError(t, store.stream.CopyHtoD(uintptr(b.Data()), unsafe.Pointer(&vals[0]), 4*len(vals)))
+		require.NoError(t, store.stream.Sync())
+		return b
+	}
+	download := func(b buffer.Buffer, n int) []float32 {
+		out := make([]float32, n)
+		require.NoError(t, store.stream.CopyDtoH(unsafe.Pointer(&out[0]), uintptr(b.Data()), 4*n))
+		require.NoError(t, store.stream.Sync())
+		return out
+	}
+	prims := []uint64{1, 2, 3}
+	c.Stage(1, 1, prims, nil, upload(1, 2, 3))
+	require.NoError(t, c.Seal(1))
+	sel := c.Select(prims, nil)
+	snap, err := c.Snapshot(sel, func(uint64) string { return "p" })
+	require.NoError(t, err)
+	assert.True(t, IsDeviceBuffer(snap.Buffer))
+	assert.Equal(t, int32(1), snap.Buffer.DeviceID())
+	assert.Equal(t, []float32{1, 2, 3}, download(snap.Buffer, 3))
+
+	// a partial write while a reader holds the version: copy-on-write on the device
+	records := FakeStat("records")
+	c.Stage(2, 2, []uint64{3, 1}, []int32{0, 0}, upload(9))
+	require.NoError(t, c.Seal(2))
+	assert.Equal(t, records+1, FakeStat("records"), "the new version's ready event is recorded")
+	snap2, err := c.Snapshot(c.Select(prims, nil), func(uint64) string { return "p" })
+	require.NoError(t, err)
+	assert.NotEqual(t, snap.Buffer.Data(), snap2.Buffer.Data())
+	assert.Equal(t, []float32{1, 2, 3}, download(snap.Buffer, 3), "the reader's version is untouched")
+	assert.Equal(t, []float32{9, 2, 9}, download(snap2.Buffer, 3))
+	snap.Buffer.Release()
+	snap2.Buffer.Release()
+	c.Close()
 }
