@@ -177,7 +177,7 @@ func (s *Stage) collectGroupsLocked(q *Query, attrs []uint64) ([]*Group, error) 
 			Semantic: c.Schema.Semantic, PrimList: q.List, PrimCount: uint32(sel.Count),
 			PrimIndexMap: sel.QueryIdx,
 			Tensors: []TensorView{{Buffer: snap.Buffer, DType: c.Schema.DType, Rows: snap.Rows,
-				DeviceType: dlpack.DeviceCPU}},
+				DeviceType: snap.Buffer.DeviceType(), DeviceID: snap.Buffer.DeviceID()}},
 			FloorOrdinal: s.floors.effective(a), LayoutGen: snap.LayoutGen, dict: s.dict,
 		}
 		if !sel.IdentityRows {

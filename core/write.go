@@ -30,6 +30,10 @@ type WriteRequest struct {
 	Semantic    int32
 	IsArray     bool
 	PrimMode    int32
+	// Device is the requested placement (zero value: follow the source tensor); Sync is the
+	// caller's CUDA work to wait for before the payload is read (placement.go).
+	Device column.Placement
+	Sync   CudaSync
 }
 
 // preparedWrite is a validated write whose payload is already copied into engine memory, so
@@ -44,6 +48,7 @@ type preparedWrite struct {
 	primMode int32
 	ordinal  uint64
 	payload  buffer.Buffer
+	place    column.Placement // where the payload (and the column) lives
 }
 
 // resolveAttribute returns the token for a token-or-string attribute argument.
@@ -99,6 +104,10 @@ func (s *Stage) prepareWrite(req WriteRequest) (*preparedWrite, error) {
 	if err := checkDevice(t, "tensors[0]"); err != nil {
 		return nil, err
 	}
+	place, err := resolvePlacement(t, req.Device, "tensors[0]")
+	if err != nil {
+		return nil, err
+	}
 	dt, rows, err := foldFixed(t, "tensors[0]")
 	if err != nil {
 		return nil, err
@@ -113,15 +122,12 @@ func (s *Stage) prepareWrite(req WriteRequest) (*preparedWrite, error) {
 			}
 		}
 	}
-	payload, err := buffer.New(int(t.ByteSize()))
+	payload, err := copyIn(t, place, req.Sync, "tensors[0]")
 	if err != nil {
 		return nil, err
 	}
-	if err := t.CopyCompact(payload.Bytes()); err != nil {
-		payload.Release()
-		return nil, err
-	}
 	w := &preparedWrite{
+		place:    place,
 		attr:     attr,
 		schema:   column.Schema{IsArray: req.IsArray, DType: dt, Semantic: req.Semantic},
 		rows:     rows,
@@ -190,7 +196,7 @@ func (s *Stage) checkSchemaLocked(w *preparedWrite) error {
 		return status.Errorf(status.InvalidArgument, "attribute %q has semantic %d; a write with semantic %d cannot change its role",
 			s.tokenName(w.attr), c.Schema.Semantic, w.schema.Semantic)
 	}
-	return nil
+	return checkPlacement(s.tokenName(w.attr), c.Placement(), w.place)
 }
 
 func (s *Stage) checkInsertLocked(w *preparedWrite, targets []uint64) error {
@@ -290,7 +296,10 @@ func (s *Stage) applyWrite(op *sched.Op, q *Query, w *preparedWrite) error {
 	}
 	c, ok := s.columns[w.attr]
 	if !ok {
-		c, err = column.New(w.attr, w.schema)
+		var store column.Storage
+		if store, err = newStorage(w.place); err == nil {
+			c, err = column.NewPlaced(w.attr, w.schema, store)
+		}
 		if err != nil {
 			s.mu.Unlock()
 			return err

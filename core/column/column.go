@@ -73,6 +73,7 @@ func New(name uint64, schema Schema) (*Column, error) {
 func NewPlaced(name uint64, schema Schema, store Storage) (*Column, error) {
 	buf, err := store.New(0)
 	if err != nil {
+		store.Close()
 		return nil, err
 	}
 	return &Column{Name: name, Schema: schema, rowBytes: schema.DType.ElemBytes(), store: store,

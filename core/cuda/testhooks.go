@@ -7,6 +7,8 @@ package cuda
 #include "driver.h"
 typedef int64_t (*ovs_stat_fn)(const char*);
 static int64_t ovs_call_stat(void* fn, const char* name) { return ((ovs_stat_fn)fn)(name); }
+typedef const char* (*ovs_trace_fn)(int);
+static const char* ovs_call_trace(void* fn, int reset) { return ((ovs_trace_fn)fn)(reset); }
 typedef void (*ovs_fail_fn)(int64_t);
 static void ovs_call_fail(void* fn, int64_t n) { ((ovs_fail_fn)fn)(n); }
 */
@@ -50,4 +52,16 @@ func FakeFailAlloc(n int64) bool {
 	}
 	C.ovs_call_fail(fn, C.int64_t(n))
 	return true
+}
+
+// FakeTrace returns the fake driver's call trace since the last reset, then resets it ("" when
+// the loaded driver is not the fake). Items are "name;", "name 0xA;" or "name 0xA 0xB;" (handles).
+func FakeTrace() string {
+	sym := C.CString("fakecuda_trace")
+	defer C.free(unsafe.Pointer(sym))
+	fn := C.ovs_cu_symbol(sym)
+	if fn == nil {
+		return ""
+	}
+	return C.GoString(C.ovs_call_trace(fn, 1))
 }

@@ -45,9 +45,30 @@ static __thread int depth;
 
 // introspection counters
 static int64_t n_misuse, n_alloc, n_free, n_live, n_wait, n_stream_sync, n_event_sync, n_copy,
-	n_records, n_push, fail_alloc_after = -1;
+	n_records, n_push, n_htod, n_dtoh, n_dtod, n_peer, n_any, fail_alloc_after = -1;
 static uintptr_t last_wait_stream, last_wait_event, last_sync_stream, last_sync_event;
 static char last_misuse[256];
+
+// A text trace of the calls that matter for ordering ("event_sync 0x..; stream_sync 0x..;
+// dtod; ..."), so tests can check that a caller's work is waited for before its data is read.
+static char trace[1 << 16];
+static size_t trace_len;
+
+#include <stdio.h>
+static void note(const char* what, uintptr_t a, uintptr_t b) {
+	char item[96];
+	int n;
+	if (b) n = snprintf(item, sizeof(item), "%s %#lx %#lx;", what, (unsigned long)a, (unsigned long)b);
+	else if (a) n = snprintf(item, sizeof(item), "%s %#lx;", what, (unsigned long)a);
+	else n = snprintf(item, sizeof(item), "%s;", what);
+	pthread_mutex_lock(&mu);
+	if (n > 0 && trace_len + (size_t)n < sizeof(trace)) {
+		memcpy(trace + trace_len, item, (size_t)n);
+		trace_len += (size_t)n;
+		trace[trace_len] = 0;
+	}
+	pthread_mutex_unlock(&mu);
+}
 
 static void misuse(const char* what) {
 	pthread_mutex_lock(&mu);
@@ -226,6 +247,8 @@ static CUresult htod(CUdeviceptr dst, const void* src, size_t n, void* s) {
 	    !host_range((uintptr_t)src, n, "HtoD source is device memory")) return INVALID_VALUE;
 	memcpy((void*)(uintptr_t)dst, src, n);
 	__atomic_add_fetch(&n_copy, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&n_htod, 1, __ATOMIC_RELAXED);
+	note("htod", (uintptr_t)s, 0);
 	return OK;
 }
 
@@ -236,6 +259,8 @@ static CUresult dtoh(void* dst, CUdeviceptr src, size_t n, void* s) {
 	    !host_range((uintptr_t)dst, n, "DtoH destination is device memory")) return INVALID_VALUE;
 	memcpy(dst, (void*)(uintptr_t)src, n);
 	__atomic_add_fetch(&n_copy, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&n_dtoh, 1, __ATOMIC_RELAXED);
+	note("dtoh", (uintptr_t)s, 0);
 	return OK;
 }
 
@@ -246,6 +271,8 @@ static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, void* s) {
 	    !device_range((uintptr_t)src, n, c->dev, "DtoD source is not device memory")) return INVALID_VALUE;
 	memmove((void*)(uintptr_t)dst, (void*)(uintptr_t)src, n);
 	__atomic_add_fetch(&n_copy, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&n_dtod, 1, __ATOMIC_RELAXED);
+	note("dtod", (uintptr_t)s, 0);
 	return OK;
 }
 
@@ -261,6 +288,8 @@ CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, void* st) {
 	if (!stream_ok(st, c->dev)) return INVALID_HANDLE;
 	memmove((void*)(uintptr_t)d, (void*)(uintptr_t)s, n);
 	__atomic_add_fetch(&n_copy, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&n_any, 1, __ATOMIC_RELAXED);
+	note("any", (uintptr_t)st, 0);
 	return OK;
 }
 
@@ -271,6 +300,8 @@ CUresult cuMemcpyPeerAsync(CUdeviceptr d, void* dctx, CUdeviceptr s, void* sctx,
 	    !device_range((uintptr_t)s, n, ((fake_ctx*)sctx)->dev, "peer source is not memory of its context")) return INVALID_VALUE;
 	memmove((void*)(uintptr_t)d, (void*)(uintptr_t)s, n);
 	__atomic_add_fetch(&n_copy, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&n_peer, 1, __ATOMIC_RELAXED);
+	note("peer", (uintptr_t)st, 0);
 	return OK;
 }
 
@@ -298,6 +329,7 @@ CUresult cuStreamSynchronize(void* s) {
 	n_stream_sync++;
 	last_sync_stream = (uintptr_t)s;
 	pthread_mutex_unlock(&mu);
+	note("stream_sync", (uintptr_t)s, 0);
 	return OK;
 }
 
@@ -309,6 +341,7 @@ CUresult cuStreamWaitEvent(void* s, void* e, unsigned int flags) {
 	last_wait_stream = (uintptr_t)s;
 	last_wait_event = (uintptr_t)e;
 	pthread_mutex_unlock(&mu);
+	note("wait", (uintptr_t)s, (uintptr_t)e);
 	return OK;
 }
 
@@ -327,6 +360,7 @@ CUresult cuEventRecord(void* e, void* s) {
 	if (!event_ok(e) || !stream_ok(s, c->dev)) return INVALID_HANDLE;
 	if (((fake_event*)e)->dev != c->dev) { misuse("event recorded in another context"); return INVALID_CONTEXT; }
 	((fake_event*)e)->records++;
+	note("record", (uintptr_t)e, (uintptr_t)s);
 	__atomic_add_fetch(&n_records, 1, __ATOMIC_RELAXED);
 	return OK;
 }
@@ -345,6 +379,7 @@ CUresult cuEventSynchronize(void* e) {
 	n_event_sync++;
 	last_sync_event = (uintptr_t)e;
 	pthread_mutex_unlock(&mu);
+	note("event_sync", (uintptr_t)e, 0);
 	return OK;
 }
 
@@ -432,6 +467,11 @@ int64_t fakecuda_stat(const char* name) {
 	else if (!strcmp(name, "stream_sync")) v = n_stream_sync;
 	else if (!strcmp(name, "event_sync")) v = n_event_sync;
 	else if (!strcmp(name, "copy")) v = n_copy;
+	else if (!strcmp(name, "htod")) v = n_htod;
+	else if (!strcmp(name, "dtoh")) v = n_dtoh;
+	else if (!strcmp(name, "dtod")) v = n_dtod;
+	else if (!strcmp(name, "peer")) v = n_peer;
+	else if (!strcmp(name, "any")) v = n_any;
 	else if (!strcmp(name, "records")) v = n_records;
 	else if (!strcmp(name, "push")) v = n_push;
 	else if (!strcmp(name, "depth")) v = depth;
@@ -444,6 +484,19 @@ int64_t fakecuda_stat(const char* name) {
 }
 
 const char* fakecuda_last_misuse(void) { return last_misuse; }
+
+// fakecuda_trace returns the call trace since the last reset (reset clears it).
+const char* fakecuda_trace(int reset) {
+	static char copy[sizeof(trace)];
+	pthread_mutex_lock(&mu);
+	memcpy(copy, trace, trace_len + 1);
+	if (reset) {
+		trace_len = 0;
+		trace[0] = 0;
+	}
+	pthread_mutex_unlock(&mu);
+	return copy;
+}
 
 // fakecuda_fail_alloc makes the allocation after n more succeed fail with OUT_OF_MEMORY
 // (n < 0: never).
