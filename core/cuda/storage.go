@@ -26,7 +26,9 @@ func NewColumnStorage(dev *Device) (*ColumnStorage, error) {
 func (c *ColumnStorage) Placement() column.Placement { return column.CUDA(int32(c.dev.Ordinal)) }
 
 // New allocates a zero-filled device buffer (the fill is queued on the column's stream).
-func (c *ColumnStorage) New(size int) (buffer.Buffer, error) { return c.dev.Alloc(size, true, c.stream) }
+func (c *ColumnStorage) New(size int) (buffer.Buffer, error) {
+	return c.dev.Alloc(size, true, c.stream)
+}
 
 // Copy queues the runs as device-to-device copies on the column's stream.
 func (c *ColumnStorage) Copy(dst, src buffer.Buffer, runs []column.Run) error {
