@@ -7,6 +7,11 @@ returns an :class:`Operation` at once.
 
 from __future__ import annotations
 
+# GPU extensions of ovstage-go: importable, but not in __all__ (which lists the reference API).
+from ._cuda import cuda_available as cuda_available
+from ._cuda import cuda_device_count as cuda_device_count
+from ._cuda import cuda_status as cuda_status
+from ._cuda import cuda_unavailable_reason as cuda_unavailable_reason
 from ._dlpack import (
     DLDataType,
     DLDataTypeCode,

@@ -80,5 +80,9 @@ class _Exporter:
     def capsule_destructor(self) -> int:
         return self._destructor
 
+    def stream_wait(self, addr: int, stream: int) -> None:
+        """Make CUDA ``stream`` wait on the GPU for the ready event of the export's data."""
+        call(native.ExportStreamWait, addr, stream)
+
 
 exporter = _Exporter()

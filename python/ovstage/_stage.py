@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ._cuda import parse_device
 from ._dlpack import DLTensor, make_dltensor
 from ._enums import PrimMode, Scope
 from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError
@@ -236,12 +237,20 @@ class Stage:
         count: int | None = None,
         cuda_event: int | None = None,
         cuda_stream: int | None = None,
+        device: Any = None,
     ) -> Operation:
         """Enqueue a write of ``tensors`` to ``attribute`` on the query's prims at ``ordinal``.
 
         The payload is copied before this returns, so the caller may reuse its buffers.
         ``index_map`` gathers payload rows, ``mask`` selects logical elements, ``count``
         addresses the leading prims of the query.
+
+        GPU (ovstage-go extension): a CUDA source tensor places the column on its device
+        (copied device to device); ``device`` (``"cpu"``, ``"cuda:N"``, a torch device ...)
+        places it explicitly, copying the payload there. A column has one placement: a
+        write placed elsewhere fails with ``INVALID_ARGUMENT``. ``cuda_event`` /
+        ``cuda_stream`` (``ovstage_cuda_sync_t``) are waited for before the payload is read;
+        they need a GPU (``NOT_SUPPORTED`` naming the reason otherwise).
         """
         qh = _handle_of(query, Query, "query")
         attr = as_attribute(attribute)
@@ -250,16 +259,10 @@ class Stage:
         mode = as_enum(prim_mode, PrimMode, "prim_mode")
         sem = as_int32(semantic, "semantic")
         n, imap, words = _sparsity(index_map, mask, count)
+        event = 0 if cuda_event is None else as_uint64(cuda_event, "cuda_event")
+        stream = 0 if cuda_stream is None else as_uint64(cuda_stream, "cuda_stream")
+        device_type, device_id = parse_device(device)
         self._require_live("write_attribute")
-        for name, value in (("cuda_event", cuda_event), ("cuda_stream", cuda_stream)):
-            if value is not None and as_uint64(value, name) != 0:
-                return Operation(
-                    self,
-                    ErrorCode.NOT_SUPPORTED,
-                    0,
-                    message=f"{name}: CUDA synchronization needs GPU support, "
-                    "which this build does not have",
-                )
         dltensors = _as_dltensors(tensors)
         ptrs = (ctypes.c_void_p * len(dltensors))(*(ctypes.addressof(t) for t in dltensors))
         token, name = (attr, "") if isinstance(attr, int) else (0, attr)
@@ -270,9 +273,10 @@ class Stage:
                 0,
                 message="attribute: Token string contains embedded NUL",
             )
+        placed = (device_type, device_id, stream, event) != (0, 0, 0, 0)
         return self._enqueue(
             "write_attribute",
-            native.WriteAttribute,
+            native.WriteAttributePlaced if placed else native.WriteAttribute,
             qh,
             token,
             name,
@@ -287,6 +291,7 @@ class Stage:
             sem,
             flag,
             int(mode),
+            *((device_type, device_id, stream, event) if placed else ()),
         )
 
     # -- floors ---------------------------------------------------------------------------
