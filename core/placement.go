@@ -103,22 +103,24 @@ func newStorage(p column.Placement) (column.Storage, error) {
 }
 
 // gpuFor returns the device a write's GPU work runs on: the source's device for device
-// sources, else the placement's, else device 0 (a host write that only synchronizes).
+// sources, else the placement's, else device 0 (a host write that only synchronizes). Its
+// errors name the argument that asked for a GPU.
 func gpuFor(t dlpack.Tensor, place column.Placement, sync CudaSync, name string) (*cuda.Device, error) {
-	ordinal, why := 0, ""
+	ordinal, arg, what := 0, sync.argName(), "CUDA synchronization"
 	switch {
 	case onDevice(t):
-		ordinal, why = int(t.DeviceID), name+": a CUDA tensor"
+		ordinal, arg, what = int(t.DeviceID), name, "a CUDA tensor"
 	case !place.IsHost():
-		ordinal, why = int(place.DeviceID), "device: "+place.String()
-	default:
-		why = sync.argName() + ": CUDA synchronization"
+		ordinal, arg, what = int(place.DeviceID), "device", place.String()
 	}
 	dev, err := cuda.Get(ordinal)
-	if err != nil {
-		return nil, status.Errorf(status.CodeOf(err), "%s needs a GPU: %s", why, status.MessageOf(err))
+	if err == nil {
+		return dev, nil
 	}
-	return dev, nil
+	if status.CodeOf(err) == status.NotSupported {
+		return nil, status.Errorf(status.NotSupported, "%s: %s needs a GPU: %s", arg, what, status.MessageOf(err))
+	}
+	return nil, status.Errorf(status.CodeOf(err), "%s: %s", arg, status.MessageOf(err))
 }
 
 // copyIn copies t's data into a new payload buffer placed at place, after waiting for the

@@ -809,7 +809,11 @@ class ManagedDLTensor:
         return self._readonly
 
     def numpy(self) -> np.ndarray:
-        """``np.from_dlpack(self)``: a zero-copy numpy view (CPU tensors only)."""
+        """``np.from_dlpack(self)``: a zero-copy numpy view (CPU tensors only: other devices
+        raise ``NotImplementedError``)."""
+        if self._tensor.device.device_type not in _HOST_DEVICES:
+            where = _device_name(self._tensor.device.device_type)
+            raise NotImplementedError(f"numpy views need host memory; tensor is on {where}")
         return np.from_dlpack(self)
 
     def __dlpack_device__(self) -> tuple[int, int]:
