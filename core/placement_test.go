@@ -109,30 +109,55 @@ func TestWithoutGPUDeviceWritesFailWithTheReason(t *testing.T) {
 	assert.Equal(t, [][]float32{{1, 2, 3}}, got)
 }
 
-// gpuFixture is a stage on the fake driver, with helpers to put data on a fake device.
+// gpuFixture is a stage on a CUDA driver (the fake, or the real one in -tags gpu builds), with
+// helpers to put data on a device. fake says whether the fake's counters and traces exist.
 type gpuFixture struct {
 	*fixture
+	fake   bool
 	misuse int64
 }
 
-func newGPUFixture(t *testing.T, paths ...string) *gpuFixture {
-	lib, err := fakecuda.Build()
-	if err != nil {
-		t.Skipf("fake CUDA driver unavailable (needs a C compiler): %v", err)
+// realDriver is set by gpu_test.go (-tags gpu builds): device tests then also run against the
+// machine's CUDA driver, as subtests named "GPU".
+var realDriver = false
+
+// forEachDriver runs body on a fresh stage over paths with the fake driver, and with the real
+// one in -tags gpu builds.
+func forEachDriver(t *testing.T, paths []string, body func(t *testing.T, g *gpuFixture)) {
+	t.Run("fake", func(t *testing.T) { body(t, newGPUFixture(t, true, paths...)) })
+	if realDriver {
+		t.Run("GPU", func(t *testing.T) { body(t, newGPUFixture(t, false, paths...)) })
+	}
+}
+
+func newGPUFixture(t *testing.T, fake bool, paths ...string) *gpuFixture {
+	lib := ""
+	if fake {
+		var err error
+		if lib, err = fakecuda.Build(); err != nil {
+			t.Skipf("fake CUDA driver unavailable (needs a C compiler): %v", err)
+		}
 	}
 	cuda.ReloadForTesting(lib)
-	require.NoError(t, cuda.Init())
+	if ok, reason := cuda.Available(); !ok {
+		cuda.ReloadForTesting("")
+		t.Skipf("no usable GPU: %s", reason)
+	}
 	live := cuda.LiveBuffers()
-	g := &gpuFixture{misuse: cuda.FakeStat("misuse")}
+	g := &gpuFixture{fake: fake, misuse: cuda.FakeStat("misuse")}
 	t.Cleanup(func() {
 		assert.Equal(t, live, cuda.LiveBuffers(), "device buffers leaked")
 		assert.Equal(t, g.misuse, cuda.FakeStat("misuse"), "the fake driver saw misuse")
+		assert.Equal(t, int64(0), cuda.FreeFailures(), "the driver refused a free")
 		cuda.ReloadForTesting("")
 	})
 	// Registered after the driver cleanup, so the stage is destroyed (and frees) first.
 	g.fixture = newFixture(t, paths...)
 	return g
 }
+
+// second is device 1 when there is one, else device 0.
+func second() int { return min(1, cuda.DeviceCount()-1) }
 
 // upload puts vals in a new device buffer of the fake device and returns it with a CUDA
 // tensor describing it (shape: len(vals) rows unless given).
@@ -194,13 +219,18 @@ func (g *gpuFixture) readGroup() *Group {
 }
 
 func TestDeviceWriteStaysOnTheDevice(t *testing.T) {
-	g := newGPUFixture(t)
+	forEachDriver(t, nil, testDeviceWriteStaysOnTheDevice)
+}
+
+func testDeviceWriteStaysOnTheDevice(t *testing.T, g *gpuFixture) {
 	src, tensor := g.upload(0, []float32{1, 2, 3})
 	htod, dtoh, dtod := cuda.FakeStat("htod"), cuda.FakeStat("dtoh"), cuda.FakeStat("dtod")
 	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []dlpack.Tensor{tensor}}))
-	assert.Equal(t, dtod+1, cuda.FakeStat("dtod"), "one device-to-device copy-in")
-	assert.Equal(t, htod, cuda.FakeStat("htod"), "no host round trip")
-	assert.Equal(t, dtoh, cuda.FakeStat("dtoh"), "no host round trip")
+	if g.fake {
+		assert.Equal(t, dtod+1, cuda.FakeStat("dtod"), "one device-to-device copy-in")
+		assert.Equal(t, htod, cuda.FakeStat("htod"), "no host round trip")
+		assert.Equal(t, dtoh, cuda.FakeStat("dtoh"), "no host round trip")
+	}
 	src.Release() // the payload was copied at enqueue: the caller may free its tensor
 	g.seal(1)
 
@@ -210,7 +240,9 @@ func TestDeviceWriteStaysOnTheDevice(t *testing.T) {
 	assert.Equal(t, int32(0), tv.DeviceID)
 	assert.True(t, cuda.IsDeviceBuffer(tv.Buffer))
 	assert.Equal(t, []float32{1, 2, 3}, download(t, tv.Buffer, 3))
-	assert.Equal(t, htod, cuda.FakeStat("htod"), "write, seal and read never staged through the host")
+	if g.fake {
+		assert.Equal(t, htod, cuda.FakeStat("htod"), "write, seal and read never staged through the host")
+	}
 
 	// A DLPack export of the group views the column's device memory and outlives the group
 	// and the stage; the memory is freed with the export.
@@ -222,58 +254,68 @@ func TestDeviceWriteStaysOnTheDevice(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, tv.Buffer.Data(), viewed.Data())
 	assert.Equal(t, []float32{1, 2, 3}, download(t, viewed, 3), "still valid after release and destroy")
-	frees := cuda.FakeStat("free")
+	live := cuda.LiveBuffers()
 	dlpack.Free(addr)
-	assert.Equal(t, frees+1, cuda.FakeStat("free"), "the last export frees the device memory")
+	assert.Equal(t, live-1, cuda.LiveBuffers(), "the last export frees the device memory")
 }
 
-func TestExplicitDevicePlacements(t *testing.T) {
-	g := newGPUFixture(t)
+func TestExplicitDevicePlacements(t *testing.T) { forEachDriver(t, nil, testExplicitDevicePlacements) }
+
+func testExplicitDevicePlacements(t *testing.T, g *gpuFixture) {
+	target := int32(second())
 	// host source, explicit cuda:1: uploaded once
 	htod := cuda.FakeStat("htod")
 	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []dlpack.Tensor{f32Tensor([]float32{4, 5, 6})},
-		Device: column.CUDA(1)}))
-	assert.Equal(t, htod+1, cuda.FakeStat("htod"))
+		Device: column.CUDA(target)}))
+	if g.fake {
+		assert.Equal(t, htod+1, cuda.FakeStat("htod"))
+	}
 	// device source on cuda:0 into the cuda:1 column: a peer copy
 	src, tensor := g.upload(0, []float32{7, 8, 9})
 	defer src.Release()
 	peer := cuda.FakeStat("peer")
-	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 2, Tensors: []dlpack.Tensor{tensor}, Device: column.CUDA(1)}))
-	assert.Equal(t, peer+1, cuda.FakeStat("peer"))
+	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 2, Tensors: []dlpack.Tensor{tensor}, Device: column.CUDA(target)}))
+	if g.fake {
+		assert.Equal(t, peer+1, cuda.FakeStat("peer"))
+	}
 	g.seal(2)
 	grp := g.readGroup()
-	assert.Equal(t, int32(1), grp.Tensors[0].DeviceID)
+	assert.Equal(t, target, grp.Tensors[0].DeviceID)
 	assert.Equal(t, []float32{7, 8, 9}, download(t, grp.Tensors[0].Buffer, 3))
 	require.NoError(t, g.s.ReleaseGroup(grp.ID))
 }
 
-func TestDeviceSourceIntoHostColumn(t *testing.T) {
-	g := newGPUFixture(t)
+func TestDeviceSourceIntoHostColumn(t *testing.T) { forEachDriver(t, nil, testDeviceSourceIntoHostColumn) }
+
+func testDeviceSourceIntoHostColumn(t *testing.T, g *gpuFixture) {
 	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3})}}))
-	src, tensor := g.upload(1, []float32{4, 5, 6})
+	src, tensor := g.upload(second(), []float32{4, 5, 6})
 	defer src.Release()
 
 	// implicit placement follows the source: mixed placement is rejected at enqueue
 	_, err := g.s.WriteAttribute(WriteRequest{Query: g.query, AttrToken: g.attr, Ordinal: 2, Tensors: []dlpack.Tensor{tensor}})
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
-	assert.Contains(t, status.MessageOf(err), `attribute "temperature" is stored on cpu, but this write places it on cuda:1`)
+	assert.Contains(t, status.MessageOf(err), fmt.Sprintf(`attribute "temperature" is stored on cpu, but this write places it on cuda:%d`, second()))
 
 	// device="cpu" copies the device payload to the host column
 	dtoh := cuda.FakeStat("dtoh")
 	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 2, Tensors: []dlpack.Tensor{tensor}, Device: column.Host}))
-	assert.Equal(t, dtoh+1, cuda.FakeStat("dtoh"))
+	if g.fake {
+		assert.Equal(t, dtoh+1, cuda.FakeStat("dtoh"))
+	}
 	g.seal(2)
 	got, err := g.readAll()
 	require.NoError(t, err)
 	assert.Equal(t, [][]float32{{4, 5, 6}}, got)
 }
 
-func TestMixedPlacementDetectedWhenTheColumnIsCreatedLater(t *testing.T) {
-	g := newGPUFixture(t)
+func TestMixedPlacementNamesTheColumnsDevice(t *testing.T) {
+	forEachDriver(t, nil, testMixedPlacementNamesTheColumnsDevice)
+}
+
+func testMixedPlacementNamesTheColumnsDevice(t *testing.T, g *gpuFixture) {
 	src, tensor := g.upload(0, []float32{1, 2, 3})
 	defer src.Release()
-	// Hold the query's producer-free path but keep both writes pending: the first creates the
-	// column when it applies, the second (placed on the host) then fails at apply.
 	op1, err := g.s.WriteAttribute(WriteRequest{Query: g.query, AttrToken: g.attr, Ordinal: 1, Tensors: []dlpack.Tensor{tensor}})
 	require.NoError(t, err)
 	g.wait(op1)
@@ -287,22 +329,25 @@ func TestMixedPlacementDetectedWhenTheColumnIsCreatedLater(t *testing.T) {
 		Device: column.CUDA(0)}))
 }
 
-func TestDeviceSourceValidation(t *testing.T) {
-	g := newGPUFixture(t)
-	src, tensor := g.upload(1, []float32{1, 2, 3})
+func TestDeviceSourceValidation(t *testing.T) { forEachDriver(t, nil, testDeviceSourceValidation) }
+
+func testDeviceSourceValidation(t *testing.T, g *gpuFixture) {
+	src, tensor := g.upload(second(), []float32{1, 2, 3})
 	defer src.Release()
 
 	bad := tensor
-	bad.DeviceID = 5
+	bad.DeviceID = 64
 	err := g.writeReq(WriteRequest{Ordinal: 1, Tensors: []dlpack.Tensor{bad}})
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
-	assert.Contains(t, status.MessageOf(err), "tensors[0]: CUDA device 5 does not exist (this machine has 2: 0..1)")
+	assert.Contains(t, status.MessageOf(err), "tensors[0]: CUDA device 64 does not exist (this machine has ")
 
-	lying := tensor
-	lying.DeviceID = 0
-	err = g.writeReq(WriteRequest{Ordinal: 1, Tensors: []dlpack.Tensor{lying}})
-	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
-	assert.Equal(t, "tensors[0]: the tensor says cuda:0 but its data is memory of cuda:1", status.MessageOf(err))
+	if cuda.DeviceCount() > 1 {
+		lying := tensor
+		lying.DeviceID = 0
+		err = g.writeReq(WriteRequest{Ordinal: 1, Tensors: []dlpack.Tensor{lying}})
+		assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
+		assert.Equal(t, "tensors[0]: the tensor says cuda:0 but its data is memory of cuda:1", status.MessageOf(err))
+	}
 
 	host := []float32{1, 2, 3}
 	notDevice := f32Tensor(host)
@@ -321,7 +366,7 @@ func TestDeviceSourceValidation(t *testing.T) {
 }
 
 func TestCudaSyncIsHonouredBeforeTheCopy(t *testing.T) {
-	g := newGPUFixture(t)
+	g := newGPUFixture(t, true)
 	dev, err := cuda.Get(0)
 	require.NoError(t, err)
 	theirs, err := dev.NewStream()
@@ -351,7 +396,10 @@ func TestCudaSyncIsHonouredBeforeTheCopy(t *testing.T) {
 }
 
 func TestPartialDeviceWritesCopyOnWrite(t *testing.T) {
-	g := newGPUFixture(t, "/A", "/B", "/C", "/D")
+	forEachDriver(t, []string{"/A", "/B", "/C", "/D"}, testPartialDeviceWritesCopyOnWrite)
+}
+
+func testPartialDeviceWritesCopyOnWrite(t *testing.T, g *gpuFixture) {
 	src, tensor := g.upload(0, []float32{1, 2, 3, 4})
 	defer src.Release()
 	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []dlpack.Tensor{tensor}}))
@@ -377,7 +425,7 @@ func TestPartialDeviceWritesCopyOnWrite(t *testing.T) {
 }
 
 func TestManagedSourceUsesUnifiedCopy(t *testing.T) {
-	g := newGPUFixture(t)
+	g := newGPUFixture(t, true)
 	vals := []float32{3, 2, 1}
 	managed := f32Tensor(vals)
 	managed.DeviceType, managed.DeviceID = dlpack.DeviceCUDAManaged, 1

@@ -41,6 +41,43 @@ func useFake(t *testing.T) *fakeCheck {
 
 type fakeCheck struct{ misuse int64 }
 
+// realDriver is set by gpu_test.go (-tags gpu builds): device tests then also run against the
+// machine's CUDA driver, as subtests named "GPU" (select them with -test.run '/GPU$').
+var realDriver = false
+
+// useReal loads the machine's CUDA driver for one test, or skips it with the reason.
+func useReal(t *testing.T) {
+	t.Helper()
+	ReloadForTesting("")
+	if ok, reason := Available(); !ok {
+		t.Skipf("no usable GPU: %s", reason)
+	}
+	live := LiveBuffers()
+	t.Cleanup(func() {
+		assert.Equal(t, live, LiveBuffers(), "device buffers leaked")
+		assert.Equal(t, int64(0), FreeFailures(), "the driver refused a free")
+		ReloadForTesting("")
+	})
+}
+
+// forEachDriver runs body against the fake driver, and against the real one in -tags gpu
+// builds. fake tells body whether the fake's counters and traces are available.
+func forEachDriver(t *testing.T, body func(t *testing.T, fake bool)) {
+	t.Run("fake", func(t *testing.T) {
+		useFake(t)
+		body(t, true)
+	})
+	if realDriver {
+		t.Run("GPU", func(t *testing.T) {
+			useReal(t)
+			body(t, false)
+		})
+	}
+}
+
+// second is device 1 when there is one, else device 0.
+func second() int { return min(1, DeviceCount()-1) }
+
 // expectMisuse accounts for n deliberate misuses (bogus handles passed on purpose).
 func (f *fakeCheck) expectMisuse(n int64) { f.misuse += n }
 
@@ -106,8 +143,9 @@ func hostBytes(n int) []byte {
 	return b
 }
 
-func TestDeviceBufferRoundTripAndFree(t *testing.T) {
-	useFake(t)
+func TestDeviceBufferRoundTripAndFree(t *testing.T) { forEachDriver(t, testDeviceBufferRoundTripAndFree) }
+
+func testDeviceBufferRoundTripAndFree(t *testing.T, fake bool) {
 	d, err := Get(0)
 	require.NoError(t, err)
 	s, err := d.NewStream()
@@ -143,13 +181,18 @@ func TestDeviceBufferRoundTripAndFree(t *testing.T) {
 	assert.Equal(t, in, out)
 
 	frees := FakeStat("free")
+	live := LiveBuffers()
 	buf.Release()
 	other.Release()
-	assert.Equal(t, frees+2, FakeStat("free"))
+	assert.Equal(t, live-2, LiveBuffers())
+	if fake {
+		assert.Equal(t, frees+2, FakeStat("free"))
+	}
 }
 
-func TestCopyRunsScattersRows(t *testing.T) {
-	useFake(t)
+func TestCopyRunsScattersRows(t *testing.T) { forEachDriver(t, testCopyRunsScattersRows) }
+
+func testCopyRunsScattersRows(t *testing.T, _ bool) {
 	d, _ := Get(0)
 	s, err := d.NewStream()
 	require.NoError(t, err)
@@ -171,9 +214,10 @@ func TestCopyRunsScattersRows(t *testing.T) {
 	assert.Error(t, s.CopyRuns(dst, src, []int64{0, 1}))
 }
 
-func TestReadyEventWaitAndRecord(t *testing.T) {
-	useFake(t)
-	d, _ := Get(1)
+func TestReadyEventWaitAndRecord(t *testing.T) { forEachDriver(t, testReadyEventWaitAndRecord) }
+
+func testReadyEventWaitAndRecord(t *testing.T, fake bool) {
+	d, _ := Get(second())
 	s, err := d.NewStream()
 	require.NoError(t, err)
 	defer s.Destroy()
@@ -184,16 +228,21 @@ func TestReadyEventWaitAndRecord(t *testing.T) {
 	require.NotZero(t, ev)
 	records := FakeStat("records")
 	require.NoError(t, s.MarkReady(buf))
-	assert.Equal(t, records+1, FakeStat("records"))
-
 	consumer, err := d.NewStream()
 	require.NoError(t, err)
 	defer consumer.Destroy()
 	require.NoError(t, WaitReady(buf, consumer.Handle()))
-	assert.Equal(t, int64(consumer.Handle()), FakeStat("last_wait_stream"))
-	assert.Equal(t, int64(ev), FakeStat("last_wait_event"))
+	if fake {
+		assert.Equal(t, records+1, FakeStat("records"))
+		assert.Equal(t, int64(consumer.Handle()), FakeStat("last_wait_stream"))
+		assert.Equal(t, int64(ev), FakeStat("last_wait_event"))
+	}
 	require.NoError(t, WaitReady(buf, StreamLegacy))
-	assert.Equal(t, int64(StreamLegacy), FakeStat("last_wait_stream"))
+	require.NoError(t, WaitReady(buf, StreamPerThread))
+	if fake {
+		assert.Equal(t, int64(StreamPerThread), FakeStat("last_wait_stream"))
+	}
+	require.NoError(t, consumer.Sync())
 
 	host, err := buffer.New(8)
 	require.NoError(t, err)
@@ -207,6 +256,7 @@ func TestReadyEventWaitAndRecord(t *testing.T) {
 
 func TestSyncForeignHonoursStreamAndEvent(t *testing.T) {
 	fc := useFake(t)
+	testSyncForeign(t)
 	d, _ := Get(0)
 	theirs, err := d.NewStream()
 	require.NoError(t, err)
@@ -235,8 +285,27 @@ func TestSyncForeignHonoursStreamAndEvent(t *testing.T) {
 	assert.Contains(t, status.MessageOf(err), "cuEventSynchronize failed: CUDA_ERROR_INVALID_HANDLE")
 }
 
-func TestPeerCopyBetweenDevices(t *testing.T) {
-	useFake(t)
+// testSyncForeign is the driver-independent part: a caller's stream and event are waited for.
+func testSyncForeign(t *testing.T) {
+	d, _ := Get(0)
+	theirs, err := d.NewStream()
+	require.NoError(t, err)
+	defer theirs.Destroy()
+	buf, err := d.Alloc(8, false, theirs)
+	require.NoError(t, err)
+	defer buf.Release()
+	require.NoError(t, theirs.MarkReady(buf))
+	require.NoError(t, d.SyncForeign(theirs.Handle(), ReadyEvent(buf)))
+	require.NoError(t, d.SyncForeign(StreamLegacy, 0))
+	require.NoError(t, d.SyncForeign(StreamPerThread, 0))
+}
+
+func TestPeerCopyBetweenDevices(t *testing.T) { forEachDriver(t, testPeerCopyBetweenDevices) }
+
+func testPeerCopyBetweenDevices(t *testing.T, _ bool) {
+	if DeviceCount() < 2 {
+		t.Skip("needs two devices")
+	}
 	d0, _ := Get(0)
 	d1, _ := Get(1)
 	s0, err := d0.NewStream()
@@ -264,7 +333,10 @@ func TestPeerCopyBetweenDevices(t *testing.T) {
 }
 
 func TestPointerDeviceRejectsHostMemory(t *testing.T) {
-	useFake(t)
+	forEachDriver(t, testPointerDeviceRejectsHostMemory)
+}
+
+func testPointerDeviceRejectsHostMemory(t *testing.T, _ bool) {
 	d, _ := Get(0)
 	host := make([]byte, 8)
 	_, err := d.PointerDevice(uintptr(unsafe.Pointer(&host[0])))
@@ -286,10 +358,11 @@ func TestAllocationFailureIsOutOfMemory(t *testing.T) {
 
 // The last reference may drop on any thread (DLPack deleters run on Python threads): the free
 // must make the right context current there.
-func TestBuffersFreeOnForeignThreads(t *testing.T) {
-	useFake(t)
+func TestBuffersFreeOnForeignThreads(t *testing.T) { forEachDriver(t, testBuffersFreeOnForeignThreads) }
+
+func testBuffersFreeOnForeignThreads(t *testing.T, fake bool) {
 	d0, _ := Get(0)
-	d1, _ := Get(1)
+	d1, _ := Get(second())
 	var bufs []buffer.Buffer
 	for i := 0; i < 16; i++ {
 		d := d0
@@ -314,12 +387,17 @@ func TestBuffersFreeOnForeignThreads(t *testing.T) {
 		}(b)
 	}
 	wg.Wait()
-	assert.Equal(t, frees+16, FakeStat("free"))
+	if fake {
+		assert.Equal(t, frees+16, FakeStat("free"))
+	}
 	assert.Equal(t, int64(0), FreeFailures())
 }
 
 func TestCopyStreamIsSharedPerDevice(t *testing.T) {
-	useFake(t)
+	forEachDriver(t, func(t *testing.T, _ bool) { testCopyStreamIsSharedPerDevice(t) })
+}
+
+func testCopyStreamIsSharedPerDevice(t *testing.T) {
 	d, _ := Get(0)
 	s1, err := d.CopyStream()
 	require.NoError(t, err)
@@ -330,14 +408,17 @@ func TestCopyStreamIsSharedPerDevice(t *testing.T) {
 }
 
 func TestColumnStorageSealsOnTheDevice(t *testing.T) {
-	useFake(t)
-	d, _ := Get(1)
+	forEachDriver(t, testColumnStorageSealsOnTheDevice)
+}
+
+func testColumnStorageSealsOnTheDevice(t *testing.T, fake bool) {
+	d, _ := Get(second())
 	store, err := NewColumnStorage(d)
 	require.NoError(t, err)
 	f32 := column.Schema{DType: dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}}
 	c, err := column.NewPlaced(7, f32, store)
 	require.NoError(t, err)
-	assert.Equal(t, "cuda:1", c.Placement().String())
+	assert.Equal(t, d.String(), c.Placement().String())
 
 	upload := func(vals ...float32) buffer.Buffer {
 		b, err := d.Alloc(4*len(vals), false, store.stream)
@@ -359,14 +440,16 @@ func TestColumnStorageSealsOnTheDevice(t *testing.T) {
 	snap, err := c.Snapshot(sel, func(uint64) string { return "p" })
 	require.NoError(t, err)
 	assert.True(t, IsDeviceBuffer(snap.Buffer))
-	assert.Equal(t, int32(1), snap.Buffer.DeviceID())
+	assert.Equal(t, int32(d.Ordinal), snap.Buffer.DeviceID())
 	assert.Equal(t, []float32{1, 2, 3}, download(snap.Buffer, 3))
 
 	// a partial write while a reader holds the version: copy-on-write on the device
 	records := FakeStat("records")
 	c.Stage(2, 2, []uint64{3, 1}, []int32{0, 0}, upload(9))
 	require.NoError(t, c.Seal(2))
-	assert.Equal(t, records+1, FakeStat("records"), "the new version's ready event is recorded")
+	if fake {
+		assert.Equal(t, records+1, FakeStat("records"), "the new version's ready event is recorded")
+	}
 	snap2, err := c.Snapshot(c.Select(prims, nil), func(uint64) string { return "p" })
 	require.NoError(t, err)
 	assert.NotEqual(t, snap.Buffer.Data(), snap2.Buffer.Data())
@@ -375,4 +458,8 @@ func TestColumnStorageSealsOnTheDevice(t *testing.T) {
 	snap.Buffer.Release()
 	snap2.Buffer.Release()
 	c.Close()
+}
+
+func TestSyncForeignOnEveryDriver(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, _ bool) { testSyncForeign(t) })
 }
