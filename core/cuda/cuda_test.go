@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"os"
 	"runtime"
 	"strings"
@@ -119,7 +120,8 @@ func TestDefaultLibraryOutcomeIsAValue(t *testing.T) {
 
 func TestFakeDevicesAndOrdinals(t *testing.T) {
 	useFake(t)
-	assert.Equal(t, 2, DeviceCount())
+	n := DeviceCount() // FAKECUDA_DEVICES, 2 by default
+	assert.GreaterOrEqual(t, n, 1)
 	assert.Equal(t, 12080, DriverVersion())
 	d0, err := Get(0)
 	require.NoError(t, err)
@@ -128,9 +130,9 @@ func TestFakeDevicesAndOrdinals(t *testing.T) {
 	assert.Same(t, d0, again)
 	assert.Equal(t, "Fake CUDA Device", d0.Name())
 	assert.Equal(t, "cuda:0", d0.String())
-	_, err = Get(2)
+	_, err = Get(n)
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
-	assert.Equal(t, "CUDA device 2 does not exist (this machine has 2: 0..1)", status.MessageOf(err))
+	assert.Equal(t, fmt.Sprintf("CUDA device %d does not exist (this machine has %d: 0..%d)", n, n, n-1), status.MessageOf(err))
 	_, err = Get(-1)
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 }
@@ -143,7 +145,9 @@ func hostBytes(n int) []byte {
 	return b
 }
 
-func TestDeviceBufferRoundTripAndFree(t *testing.T) { forEachDriver(t, testDeviceBufferRoundTripAndFree) }
+func TestDeviceBufferRoundTripAndFree(t *testing.T) {
+	forEachDriver(t, testDeviceBufferRoundTripAndFree)
+}
 
 func testDeviceBufferRoundTripAndFree(t *testing.T, fake bool) {
 	d, err := Get(0)

@@ -344,3 +344,16 @@ def test_driver_is_loaded_lazily(fake_driver: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["False", "True", "True"]
+
+
+def test_gpu_check_script_runs_its_plumbing_without_a_gpu() -> None:
+    """tests/gpu/run_gpu_checks.py imports and reports cleanly here (GPU parts skipped)."""
+    script = ROOT / "tests" / "gpu" / "run_gpu_checks.py"
+    args = ["--no-gpu-ok", "--skip-go", "--skip-pytest", "--skip-bench"]
+    proc = subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = proc.stdout.strip().splitlines()[-1]
+    assert summary.startswith("GPU CHECKS: "), summary
+    assert " 0 failed" in summary, proc.stdout
