@@ -242,7 +242,10 @@ static void dev_destroy(ovs_buffer* b) {
 	__atomic_sub_fetch(&live_buffers, 1, __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&live_bytes, (int64_t)b->size, __ATOMIC_RELAXED);
 	// Any thread (a DLPack deleter on a Python thread, a Go worker): make the context current
-	// for the calls. cuMemFree waits for work still using the memory before releasing it.
+	// for the calls. cuMemFree synchronizes with outstanding device work before releasing the
+	// memory (CUDA's implicit synchronization on free), so a consumer kernel still queued on
+	// another stream is not cut short. A failure (e.g. the driver already shut down at process
+	// exit) is counted, never fatal.
 	CUresult r = F.cuCtxPushCurrent_v2((CUcontext)d->ctx);
 	if (r == 0) {
 		if (d->ready) F.cuEventDestroy_v2((CUevent)d->ready);

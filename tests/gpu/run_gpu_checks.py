@@ -276,7 +276,7 @@ def gpu_checks(results: Results, env: Env) -> None:
                 check(t.equal(out, src), "values differ")
                 writable = t.from_dlpack(group.dlpack(0, readonly=False))
                 check(writable.data_ptr() == address, "readonly=False export is not zero-copy")
-        return "view(torch, group).data_ptr() == column address"
+        return "torch.from_dlpack(group.dlpack(0)).data_ptr() == column address"
 
     def cupy_interop() -> str:
         if cupy is None:
@@ -300,7 +300,7 @@ def gpu_checks(results: Results, env: Env) -> None:
         sleep = getattr(t.cuda, "_sleep", None)
         if sleep is None:
             raise Skip("torch.cuda._sleep is not available to delay the side stream")
-        n = 1 << 20
+        n = 1 << 16
         side = t.cuda.Stream()
         outcomes = []
         with stage_and_query(ov, n) as (stage, query):
@@ -443,6 +443,35 @@ def gpu_checks(results: Results, env: Env) -> None:
                 check(view(t, group).device.index == 0, "peer copy placement")
         return "cuda:1 column, and a peer copy to cuda:0"
 
+    def expandable_segments() -> str:
+        need_torch()
+        # torch's expandable segments map memory with the VMM API (cuMemCreate/cuMemMap): the
+        # source checks (cuPointerGetAttribute) must accept it. Needs a fresh process.
+        code = (
+            "import torch, ovstage\n"
+            "x = torch.arange(1024, device='cuda:0', dtype=torch.float32)\n"
+            "with ovstage.Stage('vmm') as s:\n"
+            "    d = ovstage.PathDictionary(s)\n"
+            "    names = [f'/P{i}' for i in range(1024)]\n"
+            "    with d.create_path_list_from_strings(names) as pl, "
+            "s.query_from_path_list(pl) as q:\n"
+            "        s.write_attribute(q, 'x', 1, x, is_array=False).wait()\n"
+            "        s.advance_write_floor(1).wait()\n"
+            "        with s.read_attributes(q, ['x'], ovstage.OrdinalRange.latest(1)) as r:\n"
+            "            g = r.fetch_next()\n"
+            "            with g:\n"
+            "                y = torch.from_dlpack(g.dlpack(0, readonly=False))\n"
+            "                assert torch.equal(x, y)\n"
+            "print('ok')\n"
+        )
+        environ = dict(os.environ, PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True")
+        environ["PYTHONPATH"] = os.pathsep.join([str(SITE), environ.get("PYTHONPATH", "")])
+        proc = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=environ
+        )
+        check(proc.returncode == 0 and "ok" in proc.stdout, proc.stdout + proc.stderr[-4000:])
+        return "a VMM-mapped torch tensor is accepted as a source"
+
     for name, fn in [
         ("device write/read round trip", round_trip),
         ("torch zero-copy read", zero_copy),
@@ -453,6 +482,7 @@ def gpu_checks(results: Results, env: Env) -> None:
         ("placement: device=, mixed placement", placement_rules),
         ("partial writes on a device column", partial_writes),
         ("second GPU", second_device),
+        ("torch expandable-segments source", expandable_segments),
     ]:
         results.record(name, fn)
 
@@ -467,8 +497,9 @@ def bench(results: Results, env: Env) -> None:
     if t is None:
         results.record("benchmark", lambda: skip("needs torch"))
         return
-    nbytes = 256 << 20
-    n = nbytes // 4
+    # 256 MiB as 262144 rows of float64 x 128 lanes (1 KiB rows: few prims, big payload)
+    rows, lanes = 1 << 18, 128
+    nbytes = rows * lanes * 8
     reps = 7
 
     def timed(fn: Callable[[], None]) -> float:
@@ -483,7 +514,7 @@ def bench(results: Results, env: Env) -> None:
         return sorted(samples)[len(samples) // 2]
 
     def measure(kind: str, source: Any, torch_copy: Callable[[], None], **kw: Any) -> str:
-        with stage_and_query(ov, n, f"bench-{kind}") as (stage, query):
+        with stage_and_query(ov, rows, f"bench-{kind}") as (stage, query):
             ordinal = [0]
 
             def ours() -> None:
@@ -508,18 +539,18 @@ def bench(results: Results, env: Env) -> None:
         return note
 
     def host_to_device() -> str:
-        host = np.random.default_rng(0).random(n, dtype=np.float32)
+        host = np.random.default_rng(0).random((rows, lanes))
         src_cpu = t.from_numpy(host)
-        dst = t.empty(n, device="cuda:0")
+        dst = t.empty((rows, lanes), dtype=t.float64, device="cuda:0")
         return measure("h2d", host, lambda: dst.copy_(src_cpu), device="cuda:0")
 
     def pinned_to_device() -> str:
-        pinned = t.rand(n).pin_memory()
-        dst = t.empty(n, device="cuda:0")
+        pinned = t.rand((rows, lanes), dtype=t.float64).pin_memory()
+        dst = t.empty((rows, lanes), dtype=t.float64, device="cuda:0")
         return measure("pinned-h2d", pinned, lambda: dst.copy_(pinned), device="cuda:0")
 
     def device_to_device() -> str:
-        src = t.rand(n, device="cuda:0")
+        src = t.rand((rows, lanes), dtype=t.float64, device="cuda:0")
         dst = t.empty_like(src)
         return measure("d2d", src, lambda: dst.copy_(src))
 
