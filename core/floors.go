@@ -1,6 +1,7 @@
 package core
 
 import (
+	"github.com/ovstage-go/ovstage/core/column"
 	"github.com/ovstage-go/ovstage/core/sched"
 	"github.com/ovstage-go/ovstage/core/status"
 )
@@ -26,20 +27,47 @@ func newFloors() floors { return floors{attr: map[uint64]uint64{}} }
 
 func (f *floors) effective(a uint64) uint64 { return max(f.global, f.attr[a]) }
 
-// advanceAll raises G and every known attribute's floor to n.
-func (f *floors) advanceAll(n uint64, known func(yield func(uint64) bool)) {
-	f.global = max(f.global, n)
-	for a := range known {
-		f.attr[a] = max(f.attr[a], n)
+func (f *floors) raise(a, n uint64) { f.attr[a] = max(f.attr[a], n) }
+
+// advance applies one advance: ALL (or EXCLUDE with an empty list) raises G and every known
+// attribute; INCLUDE raises the listed ones; EXCLUDE raises every known one not listed.
+func (f *floors) advance(n uint64, scope Scope, listed []uint64, known func(yield func(uint64) bool)) {
+	in := map[uint64]bool{}
+	for _, a := range listed {
+		in[a] = true
+	}
+	switch {
+	case scope == ScopeInclude:
+		for _, a := range listed {
+			f.raise(a, n)
+		}
+	case scope == ScopeAll || len(listed) == 0:
+		f.global = max(f.global, n)
+		for a := range known {
+			f.raise(a, n)
+		}
+	default:
+		for a := range known {
+			if !in[a] {
+				f.raise(a, n)
+			}
+		}
 	}
 }
 
-// AdvanceWriteFloor seals ordinals <= ordinal (scope ALL). It is ordered after every earlier
-// mutation at an ordinal <= ordinal; later mutations at or below it are rejected at enqueue.
+// AdvanceWriteFloor seals ordinals <= ordinal for the attributes in scope (floors clamp: an
+// advance never lowers a floor and never fails). It is ordered after every earlier mutation at
+// an ordinal <= ordinal; later mutations at or below the requested floor are rejected at enqueue.
 func (s *Stage) AdvanceWriteFloor(ordinal uint64, scope Scope, attrs []uint64) (uint64, error) {
-	if scope != ScopeAll {
-		return 0, status.Errorf(status.NotSupported, "scope %d: only Scope.ALL is implemented so far (INCLUDE/EXCLUDE are not done yet)", scope)
+	if scope != ScopeAll && scope != ScopeInclude && scope != ScopeExclude {
+		return 0, status.Errorf(status.InvalidArgument, "scope %d is not ALL (0), INCLUDE (1) or EXCLUDE (2)", scope)
 	}
+	for i, a := range attrs {
+		if _, err := s.dict.TokenString(a); err != nil {
+			return 0, status.Errorf(status.InvalidArgument, "attributes[%d]: token %d is not a token of the path dictionary", i, a)
+		}
+	}
+	attrs = append([]uint64(nil), attrs...)
 	s.mu.Lock()
 	defer s.unlockAndStart()
 	if err := s.checkLiveLocked(); err != nil {
@@ -51,9 +79,9 @@ func (s *Stage) AdvanceWriteFloor(ordinal uint64, scope Scope, attrs []uint64) (
 			deps = append(deps, op)
 		}
 	}
-	s.requested.advanceAll(ordinal, s.knownAttributesLocked)
+	s.requested.advance(ordinal, scope, attrs, s.knownAttributesLocked)
 	op := s.enqueueLocked(opSpec{deps: deps, advance: true, run: func(*sched.Op) error {
-		return s.applyFloorAll(ordinal)
+		return s.applyFloor(ordinal, scope, attrs)
 	}})
 	return op.ID, nil
 }
@@ -66,20 +94,23 @@ func (s *Stage) knownAttributesLocked(yield func(uint64) bool) {
 	}
 }
 
-func (s *Stage) applyFloorAll(ordinal uint64) error {
+// applyFloor raises the floors, then folds every column up to its attribute's effective floor.
+func (s *Stage) applyFloor(ordinal uint64, scope Scope, attrs []uint64) error {
 	s.mu.Lock()
 	if s.destroyed {
 		s.mu.Unlock()
 		return nil
 	}
-	s.floors.advanceAll(ordinal, s.knownAttributesLocked)
+	s.floors.advance(ordinal, scope, attrs, s.knownAttributesLocked)
 	type work struct {
 		floor uint64
-		col   interface{ Seal(uint64) error }
+		col   *column.Column
 	}
-	todo := make([]work, 0, len(s.columns))
-	for a, c := range s.columns {
-		todo = append(todo, work{floor: s.floors.effective(a), col: c})
+	var todo []work
+	for a, cols := range s.columns {
+		for _, c := range cols {
+			todo = append(todo, work{floor: s.floors.effective(a), col: c})
+		}
 	}
 	s.mu.Unlock()
 	for _, w := range todo {
@@ -90,11 +121,9 @@ func (s *Stage) applyFloorAll(ordinal uint64) error {
 	return nil
 }
 
-// GlobalFloor is the reported global floor: the minimum effective floor over known attributes,
-// or G when none is known.
-func (s *Stage) GlobalFloor() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// globalFloorLocked is the reported global floor: the minimum effective floor over known
+// attributes, or G when none is known.
+func (s *Stage) globalFloorLocked() uint64 {
 	if len(s.columns) == 0 {
 		return s.floors.global
 	}
@@ -103,4 +132,11 @@ func (s *Stage) GlobalFloor() uint64 {
 		lowest = min(lowest, s.floors.effective(a))
 	}
 	return lowest
+}
+
+// GlobalFloor is the reported global floor.
+func (s *Stage) GlobalFloor() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.globalFloorLocked()
 }

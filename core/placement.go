@@ -14,8 +14,12 @@ package core
 //     once the call returns: after waiting for the caller's cuda_event / cuda_stream (spec
 //     §2.12), a CUDA source is copied device-to-device (no host round trip) on the device's
 //     copy stream, which is synchronized before returning.
+//   - Writes without a placement of their own (map commits, clones: host payloads) go to the
+//     column they target whatever its placement; the column imports the payload when it
+//     seals (column.Storage.Import).
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/ovstage-go/ovstage/core/buffer"
@@ -23,6 +27,7 @@ import (
 	"github.com/ovstage-go/ovstage/core/cuda"
 	"github.com/ovstage-go/ovstage/core/status"
 	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/internal/cptr"
 )
 
 // CudaSync is ovstage_cuda_sync_t: Stream 0 = none, 1 = legacy default stream, 2 = per-thread
@@ -90,6 +95,32 @@ func checkPlacement(attr string, have, want column.Placement) error {
 		attr, have, want, have.String())
 }
 
+// checkPlacement rejects a write whose placement differs from the column it goes to. Writes
+// without a placement of their own (map commits, clones) take the column's.
+func (s *Stage) checkPlacement(w *preparedWrite, c *column.Column) error {
+	if c == nil || w.place == (column.Placement{}) {
+		return nil
+	}
+	if err := checkPlacement(s.tokenName(w.attr), c.Placement(), w.place); err != nil {
+		return status.Errorf(status.InvalidArgument, "%s%s", w.label, status.MessageOf(err))
+	}
+	return nil
+}
+
+// newPlacedColumn creates the column a write needs, placed where the write is (host for
+// writes without a placement).
+func newPlacedColumn(w *preparedWrite) (*column.Column, error) {
+	place := w.place
+	if place == (column.Placement{}) {
+		place = column.Host
+	}
+	store, err := newStorage(place)
+	if err != nil {
+		return nil, err
+	}
+	return column.NewPlaced(w.attr, w.schema, store)
+}
+
 // newStorage makes the storage of a new column placed at p.
 func newStorage(p column.Placement) (column.Storage, error) {
 	if p.IsHost() {
@@ -123,56 +154,112 @@ func gpuFor(t dlpack.Tensor, place column.Placement, sync CudaSync, name string)
 	return nil, status.Errorf(status.CodeOf(err), "%s: %s", arg, status.MessageOf(err))
 }
 
-// copyIn copies t's data into a new payload buffer placed at place, after waiting for the
-// caller's CUDA work (sync). Host-to-host copies never touch the driver.
-func copyIn(t dlpack.Tensor, place column.Placement, sync CudaSync, name string) (buffer.Buffer, error) {
-	size := int(t.ByteSize())
-	if !onDevice(t) && place.IsHost() && sync.IsZero() {
-		return copyHostToHost(t, size)
+// copyIn copies a write's tensors back to back into one payload buffer placed at place.
+// Host-to-host copies never touch the driver. Use: beginCopyIn, alloc, copy per tensor, then
+// finish (or abort on failure).
+type copyIn struct {
+	place   column.Placement
+	dst     buffer.Buffer
+	gpu     bool                 // some copy involves a device
+	streams map[int]*cuda.Stream // copy streams used, by device ordinal (synced by finish)
+}
+
+// beginCopyIn checks that the GPU the tensors or the placement need is usable and waits for
+// the caller's CUDA work (sync) before anything is read.
+func beginCopyIn(tensors []dlpack.Tensor, place column.Placement, sync CudaSync, label string) (*copyIn, error) {
+	cp := &copyIn{place: place, streams: map[int]*cuda.Stream{}}
+	cp.gpu = !place.IsHost() || !sync.IsZero()
+	for i, t := range tensors {
+		if onDevice(t) {
+			cp.gpu = true
+			// every device a source names must exist (INVALID_ARGUMENT otherwise)
+			if _, err := gpuFor(t, place, sync, fmt.Sprintf("%stensors[%d]", label, i)); err != nil {
+				return nil, err
+			}
+		}
 	}
-	dev, err := gpuFor(t, place, sync, name)
+	if !cp.gpu {
+		return cp, nil
+	}
+	first := dlpack.Tensor{DeviceType: dlpack.DeviceCPU}
+	if len(tensors) > 0 {
+		first = tensors[0]
+	}
+	dev, err := gpuFor(first, place, sync, label+"tensors[0]")
 	if err != nil {
-		return buffer.Buffer{}, err
+		return nil, err
 	}
 	if !sync.IsZero() {
 		if err := dev.SyncForeign(sync.Stream, sync.Event); err != nil {
-			return buffer.Buffer{}, err
+			return nil, err
 		}
 	}
-	if !onDevice(t) && place.IsHost() {
-		return copyHostToHost(t, size)
+	return cp, nil
+}
+
+// alloc allocates the payload buffer (size bytes) in the placement.
+func (cp *copyIn) alloc(size int) error {
+	var err error
+	if cp.place.IsHost() {
+		cp.dst, err = buffer.New(size)
+		return err
+	}
+	dev, err := cuda.Get(int(cp.place.DeviceID))
+	if err != nil {
+		return err
+	}
+	cp.dst, err = dev.Alloc(size, false, nil)
+	return err
+}
+
+// copy copies t's data to byte offset off of the payload.
+func (cp *copyIn) copy(t dlpack.Tensor, off int64, name string) error {
+	size := int(t.ByteSize())
+	if !onDevice(t) && cp.place.IsHost() {
+		return t.CopyCompact(cp.dst.Bytes()[off : off+int64(size)])
+	}
+	ordinal := int(cp.place.DeviceID)
+	if onDevice(t) {
+		ordinal = int(t.DeviceID)
+	}
+	dev, err := cuda.Get(ordinal)
+	if err != nil {
+		return err
 	}
 	if onDevice(t) {
 		if err := checkDeviceSource(dev, t, name); err != nil {
+			return err
+		}
+	}
+	stream := cp.streams[ordinal]
+	if stream == nil {
+		if stream, err = dev.CopyStream(); err != nil {
+			return err
+		}
+		cp.streams[ordinal] = stream
+	}
+	return queueCopyIn(stream, t, uintptr(cp.dst.Data())+uintptr(off), cp.place, size)
+}
+
+// finish waits for the queued copies and returns the payload (one reference).
+func (cp *copyIn) finish() (buffer.Buffer, error) {
+	for _, s := range cp.streams {
+		if err := s.Sync(); err != nil {
+			cp.abort()
 			return buffer.Buffer{}, err
 		}
 	}
-	stream, err := dev.CopyStream()
-	if err != nil {
-		return buffer.Buffer{}, err
+	return cp.dst, nil
+}
+
+// abort waits for queued copies (they may still write the payload) and drops the payload.
+func (cp *copyIn) abort() {
+	for _, s := range cp.streams {
+		_ = s.Sync()
 	}
-	var dst buffer.Buffer
-	if place.IsHost() {
-		dst, err = buffer.New(size)
-	} else {
-		var target *cuda.Device
-		if target, err = cuda.Get(int(place.DeviceID)); err == nil {
-			dst, err = target.Alloc(size, false, nil)
-		}
+	if cp.dst.Valid() {
+		cp.dst.Release()
 	}
-	if err != nil {
-		return buffer.Buffer{}, err
-	}
-	if err := queueCopyIn(stream, t, dst, place, size); err != nil {
-		_ = stream.Sync()
-		dst.Release()
-		return buffer.Buffer{}, err
-	}
-	if err := stream.Sync(); err != nil {
-		dst.Release()
-		return buffer.Buffer{}, err
-	}
-	return dst, nil
 }
 
 func copyHostToHost(t dlpack.Tensor, size int) (buffer.Buffer, error) {
@@ -208,9 +295,9 @@ func checkDeviceSource(dev *cuda.Device, t dlpack.Tensor, name string) error {
 	return nil
 }
 
-// queueCopyIn queues the copy of t into dst on stream (the source's device, or the target's
-// for host sources).
-func queueCopyIn(stream *cuda.Stream, t dlpack.Tensor, dst buffer.Buffer, place column.Placement, size int) error {
+// queueCopyIn queues the copy of t to address dst (in the placement) on stream (the source's
+// device, or the target's for host sources).
+func queueCopyIn(stream *cuda.Stream, t dlpack.Tensor, dst uintptr, place column.Placement, size int) error {
 	if size == 0 {
 		return nil
 	}
@@ -218,28 +305,28 @@ func queueCopyIn(stream *cuda.Stream, t dlpack.Tensor, dst buffer.Buffer, place 
 	switch {
 	case !onDevice(t): // host (pageable or pinned) -> device
 		if t.Compact() {
-			return stream.CopyHtoD(uintptr(dst.Data()), t.Data, size)
+			return stream.CopyHtoD(dst, t.Data, size)
 		}
 		staged, err := copyHostToHost(t, size)
 		if err != nil {
 			return err
 		}
 		defer staged.Release()
-		if err := stream.CopyHtoD(uintptr(dst.Data()), staged.Data(), size); err != nil {
+		if err := stream.CopyHtoD(dst, staged.Data(), size); err != nil {
 			return err
 		}
 		return stream.Sync() // the staging buffer is released on return
 	case t.DeviceType == dlpack.DeviceCUDAManaged: // unified addressing handles any target
-		return stream.CopyAny(uintptr(dst.Data()), src, size)
+		return stream.CopyAny(dst, src, size)
 	case place.IsHost():
-		return stream.CopyDtoH(dst.Data(), src, size)
+		return stream.CopyDtoH(cptr.At(dst), src, size)
 	case int(place.DeviceID) == stream.Device().Ordinal:
-		return stream.CopyDtoD(uintptr(dst.Data()), src, size)
+		return stream.CopyDtoD(dst, src, size)
 	default:
 		target, err := cuda.Get(int(place.DeviceID))
 		if err != nil {
 			return err
 		}
-		return stream.CopyPeer(uintptr(dst.Data()), target, src, stream.Device(), size)
+		return stream.CopyPeer(dst, target, src, stream.Device(), size)
 	}
 }

@@ -2,9 +2,9 @@ package core
 
 import (
 	"sync"
-	"time"
 
 	"github.com/ovstage-go/ovstage/core/buffer"
+	"github.com/ovstage-go/ovstage/core/column"
 	"github.com/ovstage-go/ovstage/core/pathdict"
 	"github.com/ovstage-go/ovstage/core/sched"
 	"github.com/ovstage-go/ovstage/core/status"
@@ -94,12 +94,12 @@ func (s *Stage) ReadAttributes(qh uint64, attrs []uint64, rng OrdinalRange) (uin
 	if rng.HasStart && rng.Start > rng.End {
 		return 0, 0, status.Errorf(status.InvalidArgument, "ordinal range start %d is after end %d", rng.Start, rng.End)
 	}
-	if rng.HasStart {
-		return 0, 0, status.Errorf(status.NotSupported, "ordinal range reads (OrdinalRange.between) are not implemented yet; use OrdinalRange.latest")
-	}
 	for i, a := range attrs {
 		if _, err := s.dict.TokenString(a); err != nil {
 			return 0, 0, status.Errorf(status.InvalidArgument, "attrs[%d]: token %d is not a token of the path dictionary", i, a)
+		}
+		if s.tokenName(a) == BuiltinActive {
+			return 0, 0, status.Errorf(status.NotSupported, "attrs[%d]: %q is not supported", i, BuiltinActive)
 		}
 	}
 	attrs = append([]uint64(nil), attrs...)
@@ -109,10 +109,13 @@ func (s *Stage) ReadAttributes(qh uint64, attrs []uint64, rng OrdinalRange) (uin
 	if err != nil {
 		return 0, 0, err
 	}
+	if q.Producer != nil && q.Producer.Done() && q.Producer.Err() != nil {
+		return 0, 0, status.Errorf(status.OpFailed, "query %d failed: %s", qh, status.Describe(q.Producer.Err()))
+	}
 	r := &Read{Handle: newHandle()}
 	deps := s.pendingAdvancesLocked()
 	if len(deps) == 0 && (q.Producer == nil || q.Producer.Done()) {
-		groups, err := s.collectGroupsLocked(q, attrs)
+		groups, err := s.collectGroupsLocked(q, attrs, rng)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -125,7 +128,7 @@ func (s *Stage) ReadAttributes(qh uint64, attrs []uint64, rng OrdinalRange) (uin
 			if err := s.checkLiveLocked(); err != nil {
 				return err
 			}
-			groups, err := s.collectGroupsLocked(q, attrs)
+			groups, err := s.collectGroupsLocked(q, attrs, rng)
 			if err != nil {
 				return err
 			}
@@ -140,55 +143,131 @@ func (s *Stage) ReadAttributes(qh uint64, attrs []uint64, rng OrdinalRange) (uin
 	return r.Handle, r.Op.ID, nil
 }
 
-// collectGroupsLocked builds one group per attribute that some query prim carries. On failure
-// nothing is held.
-func (s *Stage) collectGroupsLocked(q *Query, attrs []uint64) ([]*Group, error) {
+// collectGroupsLocked builds the groups of a read: per attribute and column, the selected
+// keys' values (and, for range reads, tombstones). On failure nothing is held.
+func (s *Stage) collectGroupsLocked(q *Query, attrs []uint64, rng OrdinalRange) ([]*Group, error) {
 	var groups []*Group
-	fail := func(err error) ([]*Group, error) {
-		for _, g := range groups {
-			g.release()
-		}
-		return nil, err
-	}
 	for _, a := range attrs {
 		name := s.tokenName(a)
-		if name == BuiltinActive {
-			return fail(status.Errorf(status.NotSupported, "attribute %q is not supported", name))
+		var (
+			gs  []*Group
+			err error
+		)
+		switch {
+		case isDerived(name):
+			if !rng.HasStart { // derived built-ins keep no change stream: ranges select nothing
+				gs, err = s.derivedGroupsLocked(q, a, name, rng.End)
+			}
+		case rng.HasStart:
+			gs, err = s.rangeGroupsLocked(q, a, name, rng)
+		default:
+			gs, err = s.latestGroupsLocked(q, a, name)
 		}
-		c, ok := s.columns[a]
-		if !ok {
-			continue
+		groups = append(groups, gs...)
+		if err != nil {
+			for _, g := range groups {
+				g.release()
+			}
+			return nil, err
 		}
+	}
+	return groups, nil
+}
+
+func (s *Stage) describer(name string) func(uint64) string {
+	return func(p uint64) string { return "prim " + s.pathName(p) + " attribute \"" + name + "\"" }
+}
+
+func (s *Stage) latestGroupsLocked(q *Query, a uint64, name string) ([]*Group, error) {
+	var groups []*Group
+	for _, c := range s.columns[a] {
 		sel := c.Select(q.Paths, q.selections[c])
 		q.selections[c] = sel
 		if sel.Count == 0 {
 			continue
 		}
-		snap, err := c.Snapshot(sel, func(p uint64) string { return s.pathName(p) + " attribute \"" + name + "\"" })
+		snap, err := c.Snapshot(sel, s.describer(name))
 		if err != nil {
-			return fail(err)
+			return groups, err
 		}
-		if err := s.dict.AddRef(q.List); err != nil {
-			snap.Buffer.Release()
-			return fail(status.Errorf(status.Internal, "query path list: %v", err))
-		}
-		g := &Group{
-			ID: newHandle(), Attribute: a, Ordinal: snap.Ordinal, IsArray: c.Schema.IsArray,
-			Semantic: c.Schema.Semantic, PrimList: q.List, PrimCount: uint32(sel.Count),
-			PrimIndexMap: sel.QueryIdx,
-			Tensors: []TensorView{{Buffer: snap.Buffer, DType: c.Schema.DType, Rows: snap.Rows,
-				DeviceType: snap.Buffer.DeviceType(), DeviceID: snap.Buffer.DeviceID()}},
-			FloorOrdinal: s.floors.effective(a), LayoutGen: snap.LayoutGen, dict: s.dict,
-		}
-		if !sel.IdentityRows {
-			g.DataIndexMap = make([]uint32, sel.Count)
-			for k, r := range sel.Rows {
-				g.DataIndexMap[k] = uint32(r)
-			}
+		g, err := s.valueGroupLocked(q, a, c, sel.QueryIdx, sel.Count, snap, sel.Rows)
+		if err != nil {
+			return groups, err
 		}
 		groups = append(groups, g)
 	}
 	return groups, nil
+}
+
+func (s *Stage) rangeGroupsLocked(q *Query, a uint64, name string, rng OrdinalRange) ([]*Group, error) {
+	var groups []*Group
+	floor := s.floors.effective(a)
+	for _, c := range s.columns[a] {
+		sel, err := c.SelectRange(q.Paths, rng.Start, rng.End, floor, s.describer(name))
+		if err != nil {
+			return groups, err
+		}
+		if len(sel.ValueRows) > 0 {
+			g, err := s.valueGroupLocked(q, a, c, sel.ValueQueryIdx, len(sel.ValueRows), sel.Values, sel.ValueRows)
+			if err != nil {
+				return groups, err
+			}
+			groups = append(groups, g)
+		}
+		if len(sel.TombQueryIdx) > 0 {
+			g, err := s.newGroupLocked(q, a, c.SealedOrdinal(), sel.TombQueryIdx)
+			if err != nil {
+				return groups, err
+			}
+			g.IsDelete, g.IsArray, g.Semantic = true, c.Schema.IsArray, c.Schema.Semantic
+			g.LayoutGen = 0
+			groups = append(groups, g)
+		}
+	}
+	return groups, nil
+}
+
+// newGroupLocked starts a group over the query's prims queryIdx (nil: all of them, in order),
+// holding a reference to the query's path list.
+func (s *Stage) newGroupLocked(q *Query, a, ordinal uint64, queryIdx []uint32) (*Group, error) {
+	if err := s.dict.AddRef(q.List); err != nil {
+		return nil, status.Errorf(status.Internal, "query path list: %v", err)
+	}
+	count := len(q.Paths)
+	if queryIdx != nil {
+		count = len(queryIdx)
+	}
+	return &Group{ID: newHandle(), Attribute: a, Ordinal: ordinal, PrimList: q.List,
+		PrimCount: uint32(count), PrimIndexMap: queryIdx, FloorOrdinal: s.floors.effective(a),
+		dict: s.dict}, nil
+}
+
+// valueGroupLocked makes the group of a snapshot: a fixed column gives one tensor (row k when
+// the snapshot is dense, else rows[k] through a data index map), an array column one tensor
+// per local prim. It takes over snap's references.
+func (s *Stage) valueGroupLocked(q *Query, a uint64, c *column.Column, queryIdx []uint32, count int,
+	snap column.Snapshot, rows []int32) (*Group, error) {
+	if queryIdx == nil && count != len(q.Paths) {
+		snap.Release()
+		return nil, status.Errorf(status.Internal, "selection of %d prims without an index map over a %d-prim query", count, len(q.Paths))
+	}
+	g, err := s.newGroupLocked(q, a, snap.Ordinal, queryIdx)
+	if err != nil {
+		snap.Release()
+		return nil, err
+	}
+	g.IsArray, g.Semantic, g.LayoutGen = c.Schema.IsArray, c.Schema.Semantic, snap.Layout
+	for _, v := range snap.Views {
+		g.Tensors = append(g.Tensors, TensorView{Buffer: v.Buffer, ByteOffset: int(v.ByteOffset),
+			DType: c.Schema.DType, Rows: v.Rows, DeviceType: v.Buffer.DeviceType(), DeviceID: v.Buffer.DeviceID()})
+	}
+	if !c.Schema.IsArray && !snap.Dense {
+		g.DataIndexMap = make([]uint32, len(rows))
+		for k, r := range rows {
+			g.DataIndexMap[k] = uint32(r)
+		}
+	}
+	return g, nil
 }
 
 func (s *Stage) readLocked(h uint64) (*Read, error) {
@@ -212,14 +291,7 @@ func (s *Stage) FetchReadNext(h, timeoutNs uint64) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := time.Duration(-1)
-	if timeoutNs != TimeoutInfinite {
-		d = time.Duration(min(timeoutNs, uint64(1<<62)))
-	}
-	if !r.Op.Wait(d) {
-		return nil, status.Errorf(status.Timeout, "read %d is not finished", h)
-	}
-	if err := r.Op.Err(); err != nil {
+	if err := awaitOp(r.Op, timeoutNs, "read", h); err != nil {
 		return nil, err
 	}
 	r.mu.Lock()

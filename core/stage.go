@@ -6,7 +6,6 @@ package core
 import (
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/ovstage-go/ovstage/core/column"
 	"github.com/ovstage-go/ovstage/core/pathdict"
@@ -48,13 +47,18 @@ type Stage struct {
 	pendingMutations map[*sched.Op]uint64
 	// pendingAdvances are unfinished floor advances (later reads wait for them).
 	pendingAdvances map[*sched.Op]struct{}
-	prims           map[uint64]struct{}
-	columns         map[uint64]*column.Column
-	floors          floors // applied floors
-	requested       floors // floors asked for by enqueued advances (admission at enqueue)
-	queries         map[uint64]*Query
-	reads           map[uint64]*Read
-	groups          map[uint64]*Group
+	// prims holds every prim that exists (committed state); children indexes them by parent.
+	prims    map[uint64]struct{}
+	children map[uint64]map[uint64]struct{}
+	// columns: every column of each attribute name (one per storage schema, usually one).
+	columns        map[uint64][]*column.Column
+	floors         floors // applied floors
+	requested      floors // floors asked for by enqueued advances (admission at enqueue)
+	queries        map[uint64]*Query
+	reads          map[uint64]*Read
+	groups         map[uint64]*Group
+	ordinalQueries map[uint64]*OrdinalQuery
+	maps           map[uint64]*Map
 	// toStart holds ops enqueued under s.mu; unlockAndStart submits them once the lock is
 	// released, because a ready op may run inline and take s.mu itself.
 	toStart []func()
@@ -72,9 +76,11 @@ func NewStage(name string, cfg Config) *Stage {
 		ID: newHandle(), Name: name, dict: pathdict.Global(), pool: sched.NewPool(cfg.Workers),
 		ops: map[uint64]*sched.Op{}, sameOrdinalTail: map[uint64]*sched.Op{},
 		pendingMutations: map[*sched.Op]uint64{}, pendingAdvances: map[*sched.Op]struct{}{},
-		prims: map[uint64]struct{}{}, columns: map[uint64]*column.Column{},
-		floors: newFloors(), requested: newFloors(),
+		prims: map[uint64]struct{}{}, children: map[uint64]map[uint64]struct{}{},
+		columns: map[uint64][]*column.Column{},
+		floors:  newFloors(), requested: newFloors(),
 		queries: map[uint64]*Query{}, reads: map[uint64]*Read{}, groups: map[uint64]*Group{},
+		ordinalQueries: map[uint64]*OrdinalQuery{}, maps: map[uint64]*Map{},
 	}
 	stagesMu.Lock()
 	stages[s.ID] = s
@@ -121,10 +127,18 @@ func (s *Stage) Destroy() {
 	for _, q := range s.queries {
 		q.close(s.dict)
 	}
-	for _, c := range s.columns {
-		c.Close()
+	for _, m := range s.maps {
+		for _, g := range m.groups {
+			g.release()
+			g.staging.Release()
+		}
 	}
-	s.groups, s.reads, s.queries, s.columns = nil, nil, nil, nil
+	for _, cols := range s.columns {
+		for _, c := range cols {
+			c.Close()
+		}
+	}
+	s.groups, s.reads, s.queries, s.columns, s.ordinalQueries, s.maps = nil, nil, nil, nil, nil, nil
 	s.ops = map[uint64]*sched.Op{}
 }
 
@@ -221,6 +235,25 @@ func (s *Stage) lookupOp(id uint64) (*sched.Op, error) {
 	return op, nil
 }
 
+// awaitOp waits up to timeoutNs for the op that produces handle h (a TIMEOUT error when it is
+// not done in time) and returns the op's own failure.
+func awaitOp(op *sched.Op, timeoutNs uint64, what string, h uint64) error {
+	if !op.Wait(waitDuration(timeoutNs)) {
+		return status.Errorf(status.Timeout, "%s %d is not finished", what, h)
+	}
+	return op.Err()
+}
+
+// awaitResult is awaitOp for fetches of a result: a failed producer is reported as OP_FAILED
+// (spec §2.6) with the producer's message.
+func awaitResult(op *sched.Op, timeoutNs uint64, what string, h uint64) error {
+	err := awaitOp(op, timeoutNs, what, h)
+	if err == nil || status.CodeOf(err) == status.Timeout {
+		return err
+	}
+	return status.Errorf(status.OpFailed, "%s %d failed: %s", what, h, status.Describe(err))
+}
+
 // WaitResult is the outcome of WaitOp.
 type WaitResult struct {
 	Status        status.Code // OK or Timeout
@@ -234,11 +267,7 @@ func (s *Stage) WaitOp(id, timeoutNs uint64) (WaitResult, error) {
 	if err != nil {
 		return WaitResult{}, err
 	}
-	d := time.Duration(-1)
-	if timeoutNs != TimeoutInfinite {
-		d = time.Duration(min(timeoutNs, uint64(1<<62)))
-	}
-	if !op.Wait(d) {
+	if !op.Wait(waitDuration(timeoutNs)) {
 		return WaitResult{Status: status.Timeout, LowestPending: op.LowestPending()}, nil
 	}
 	return WaitResult{Status: status.OK, ErrorOpIDs: op.FailedChain()}, nil
@@ -258,7 +287,9 @@ func (s *Stage) ReleaseOp(id uint64) error {
 	return nil
 }
 
-// LastOpError is the failure message of op id ("" when unknown, pending or successful).
+// LastOpError is the failure message of op id ("" when unknown, pending or successful). A
+// failure with a specific status (not plain OP_FAILED) is prefixed with the status name, since
+// callers see every execution failure as OP_FAILED.
 func (s *Stage) LastOpError(id uint64) string {
 	s.mu.Lock()
 	op, ok := s.ops[id]
@@ -266,7 +297,7 @@ func (s *Stage) LastOpError(id uint64) string {
 	if !ok || op.Err() == nil {
 		return ""
 	}
-	return status.MessageOf(op.Err())
+	return status.Describe(op.Err())
 }
 
 // Diagnostics counts live engine objects (leak tests).
@@ -278,8 +309,44 @@ type Diagnostics struct {
 func (s *Stage) Diagnostics() Diagnostics {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	n := 0
+	for _, cols := range s.columns {
+		n += len(cols)
+	}
 	return Diagnostics{Ops: len(s.ops), Queries: len(s.queries), Reads: len(s.reads),
-		Groups: len(s.groups), Columns: len(s.columns)}
+		Groups: len(s.groups), Columns: n}
+}
+
+// addPrimsLocked records prims as existing (and in their parents' child sets).
+func (s *Stage) addPrimsLocked(prims []uint64) {
+	for _, p := range prims {
+		if _, ok := s.prims[p]; ok {
+			continue
+		}
+		s.prims[p] = struct{}{}
+		parent := s.dict.Parent(p)
+		kids := s.children[parent]
+		if kids == nil {
+			kids = map[uint64]struct{}{}
+			s.children[parent] = kids
+		}
+		kids[p] = struct{}{}
+	}
+}
+
+// removePrimsLocked forgets prims (whole-prim delete).
+func (s *Stage) removePrimsLocked(prims []uint64) {
+	for _, p := range prims {
+		if _, ok := s.prims[p]; !ok {
+			continue
+		}
+		delete(s.prims, p)
+		parent := s.dict.Parent(p)
+		delete(s.children[parent], p)
+		if len(s.children[parent]) == 0 {
+			delete(s.children, parent)
+		}
+	}
 }
 
 func (s *Stage) pathName(p uint64) string {

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"fmt"
+
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/column"
 	"github.com/ovstage-go/ovstage/core/sched"
@@ -37,18 +39,25 @@ type WriteRequest struct {
 }
 
 // preparedWrite is a validated write whose payload is already copied into engine memory, so
-// the caller's tensor may be freed as soon as the enqueue returns.
+// the caller's tensors may be freed as soon as the enqueue returns.
 type preparedWrite struct {
+	label    string // argument name for messages ("writes[1]" in a batch)
 	attr     uint64
 	schema   column.Schema
-	rows     int64 // payload rows
+	rows     int64 // payload source rows (array, packed: inferred when resolved)
 	count    uint32
 	indexMap []uint32
 	mask     []uint64
 	primMode int32
 	ordinal  uint64
 	payload  buffer.Buffer
-	place    column.Placement // where the payload (and the column) lives
+	// Array columns: byte offset and element count of each source row in payload. A packed
+	// payload (one tensor of uniform rows) is split when the logical row count is known.
+	rowOff, rowLen []int64
+	packed         bool
+	// place is where the payload (and a column the write creates) lives; the zero value (map
+	// commits, clones) adopts the existing column's placement, or the host (placement.go).
+	place column.Placement
 }
 
 // resolveAttribute returns the token for a token-or-string attribute argument.
@@ -67,74 +76,36 @@ func (s *Stage) resolveAttribute(tok uint64, name, arg string) (uint64, error) {
 }
 
 // prepareWrite validates everything that does not depend on stage state and copies the payload.
-func (s *Stage) prepareWrite(req WriteRequest) (*preparedWrite, error) {
-	attr, err := s.resolveAttribute(req.AttrToken, req.AttrName, "attribute")
+func (s *Stage) prepareWrite(req WriteRequest, label string) (*preparedWrite, error) {
+	attr, err := s.resolveAttribute(req.AttrToken, req.AttrName, label+"attribute")
 	if err != nil {
 		return nil, err
 	}
 	name := s.tokenName(attr)
 	if derivedBuiltins[name] {
-		return nil, status.Errorf(status.NotSupported, "attribute %q is a derived built-in and cannot be written", name)
+		return nil, status.Errorf(status.NotSupported, "%sattribute %q is a derived built-in and cannot be written", label, name)
 	}
 	if req.PrimMode != PrimModeUpsert && req.PrimMode != PrimModeInsert {
 		return nil, status.Errorf(status.InvalidArgument, "prim_mode %d is not UPSERT (0) or INSERT (1)", req.PrimMode)
 	}
-	if name == BuiltinSchemas && !req.IsArray {
-		return nil, status.Errorf(status.InvalidArgument, "attribute %q requires is_array=True", name)
-	}
-	if req.IsArray {
-		return nil, status.Errorf(status.NotSupported, "attribute %q: ragged array writes (is_array=True) are not implemented yet", name)
-	}
 	if req.HasIndexMap && req.HasMask {
-		return nil, status.Errorf(status.InvalidArgument, "index_map and mask are mutually exclusive")
+		return nil, status.Errorf(status.InvalidArgument, "%sindex_map and mask are mutually exclusive", label)
 	}
 	if (req.HasIndexMap || req.HasMask) && req.Count == 0 {
-		return nil, status.Errorf(status.InvalidArgument, "count must be non-zero when index_map or mask is supplied")
+		return nil, status.Errorf(status.InvalidArgument, "%scount must be non-zero when index_map or mask is supplied", label)
 	}
 	if req.HasIndexMap && len(req.IndexMap) < int(req.Count) {
-		return nil, status.Errorf(status.InvalidArgument, "index_map has %d entries, fewer than count %d", len(req.IndexMap), req.Count)
+		return nil, status.Errorf(status.InvalidArgument, "%sindex_map has %d entries, fewer than count %d", label, len(req.IndexMap), req.Count)
 	}
 	if req.HasMask && len(req.Mask)*64 < int(req.Count) {
-		return nil, status.Errorf(status.InvalidArgument, "mask has %d words, fewer than ceil(count/64) for count %d", len(req.Mask), req.Count)
+		return nil, status.Errorf(status.InvalidArgument, "%smask has %d words, fewer than ceil(count/64) for count %d", label, len(req.Mask), req.Count)
 	}
-	if len(req.Tensors) != 1 {
-		return nil, status.Errorf(status.InvalidArgument, "tensors: a fixed-size write takes exactly 1 tensor, got %d", len(req.Tensors))
+	if len(req.Tensors) == 0 {
+		return nil, status.Errorf(status.InvalidArgument, "%stensors: at least one tensor is required", label)
 	}
-	t := req.Tensors[0]
-	if err := checkDevice(t, "tensors[0]"); err != nil {
+	w := &preparedWrite{label: label, attr: attr, count: req.Count, primMode: req.PrimMode, ordinal: req.Ordinal}
+	if w.place, err = resolvePlacement(req.Tensors[0], req.Device, label+"tensors[0]"); err != nil {
 		return nil, err
-	}
-	place, err := resolvePlacement(t, req.Device, "tensors[0]")
-	if err != nil {
-		return nil, err
-	}
-	dt, rows, err := foldFixed(t, "tensors[0]")
-	if err != nil {
-		return nil, err
-	}
-	if err := checkSemanticLayout(req.Semantic, dt, req.IsArray); err != nil {
-		return nil, err
-	}
-	if req.HasIndexMap {
-		for i, v := range req.IndexMap[:req.Count] {
-			if int64(v) >= rows {
-				return nil, status.Errorf(status.InvalidArgument, "index_map[%d] = %d is not below the payload's %d rows", i, v, rows)
-			}
-		}
-	}
-	payload, err := copyIn(t, place, req.Sync, "tensors[0]")
-	if err != nil {
-		return nil, err
-	}
-	w := &preparedWrite{
-		place:    place,
-		attr:     attr,
-		schema:   column.Schema{IsArray: req.IsArray, DType: dt, Semantic: req.Semantic},
-		rows:     rows,
-		count:    req.Count,
-		primMode: req.PrimMode,
-		ordinal:  req.Ordinal,
-		payload:  payload,
 	}
 	if req.HasIndexMap {
 		w.indexMap = req.IndexMap[:req.Count]
@@ -142,7 +113,130 @@ func (s *Stage) prepareWrite(req WriteRequest) (*preparedWrite, error) {
 	if req.HasMask {
 		w.mask = req.Mask
 	}
-	return w, nil
+	var dt dlpack.DType
+	if req.IsArray {
+		dt, err = w.prepareArray(req.Tensors)
+	} else {
+		dt, err = w.prepareFixed(req.Tensors)
+	}
+	if err != nil {
+		return nil, err
+	}
+	w.schema = column.Schema{IsArray: req.IsArray, DType: dt, Semantic: req.Semantic}
+	if err := checkSemanticLayout(label, req.Semantic, dt, req.IsArray); err != nil {
+		return nil, err
+	}
+	if err := checkBuiltinLayout(label, name, dt, req.IsArray); err != nil {
+		return nil, err
+	}
+	if w.indexMap != nil && !w.packed {
+		for i, v := range w.indexMap {
+			if int64(v) >= w.rows {
+				return nil, status.Errorf(status.InvalidArgument, "%sindex_map[%d] = %d is not below the payload's %d rows", label, i, v, w.rows)
+			}
+		}
+	}
+	return w, w.copyPayload(req.Tensors, req.Sync)
+}
+
+func (w *preparedWrite) prepareFixed(tensors []dlpack.Tensor) (dlpack.DType, error) {
+	if len(tensors) != 1 {
+		return dlpack.DType{}, status.Errorf(status.InvalidArgument, "%stensors: a fixed-size write (is_array=False) takes exactly 1 tensor, got %d", w.label, len(tensors))
+	}
+	name := w.label + "tensors[0]"
+	if err := checkDevice(tensors[0], name); err != nil {
+		return dlpack.DType{}, err
+	}
+	dt, rows, err := foldFixed(tensors[0], name)
+	w.rows = rows
+	return dt, err
+}
+
+// prepareArray validates ragged payloads: one tensor of packed uniform rows, or one tensor per
+// source row. Lanes are taken literally as the element width; trailing dims never fold.
+func (w *preparedWrite) prepareArray(tensors []dlpack.Tensor) (dlpack.DType, error) {
+	dt := tensors[0].DType
+	for i, t := range tensors {
+		name := fmt.Sprintf("%stensors[%d]", w.label, i)
+		if err := checkDevice(t, name); err != nil {
+			return dlpack.DType{}, err
+		}
+		if err := checkDType(t.DType, name); err != nil {
+			return dlpack.DType{}, err
+		}
+		if t.DType != dt {
+			return dlpack.DType{}, status.Errorf(status.InvalidArgument, "%s: dtype %s differs from tensors[0]'s %s (one element type per attribute)", name, t.DType, dt)
+		}
+	}
+	if len(tensors) == 1 {
+		w.packed = true
+		return dt, nil
+	}
+	w.rows = int64(len(tensors))
+	return dt, nil
+}
+
+// copyPayload copies every tensor back to back into one engine buffer placed at w.place,
+// after waiting for the caller's CUDA work (sync); see placement.go.
+func (w *preparedWrite) copyPayload(tensors []dlpack.Tensor, sync CudaSync) error {
+	total := int64(0)
+	for _, t := range tensors {
+		total += t.ByteSize()
+	}
+	cp, err := beginCopyIn(tensors, w.place, sync, w.label)
+	if err != nil {
+		return err
+	}
+	if err := cp.alloc(int(total)); err != nil {
+		return err
+	}
+	off := int64(0)
+	for i, t := range tensors {
+		n := t.ByteSize()
+		if err := cp.copy(t, off, fmt.Sprintf("%stensors[%d]", w.label, i)); err != nil {
+			cp.abort()
+			return err
+		}
+		if w.schema.IsArray && !w.packed {
+			w.rowOff = append(w.rowOff, off)
+			w.rowLen = append(w.rowLen, t.NumElements())
+		}
+		off += n
+	}
+	w.payload, err = cp.finish()
+	return err
+}
+
+// splitPacked divides a packed array payload into rows, once the logical row count is known.
+func (w *preparedWrite) splitPacked(logical int) error {
+	if !w.packed || w.rowOff != nil {
+		return nil
+	}
+	rows := int64(logical)
+	what := "the logical element count"
+	if w.indexMap != nil {
+		rows = 0
+		for _, v := range w.indexMap {
+			rows = max(rows, int64(v)+1)
+		}
+		what = "max(index_map)+1"
+	}
+	size := int64(w.payload.Size())
+	elem := int64(w.schema.DType.ElemBytes())
+	if rows == 0 || size%rows != 0 || (size/rows)%elem != 0 {
+		return status.Errorf(status.InvalidArgument,
+			"%stensors[0]: %d payload bytes do not split into %d (%s) uniform rows of whole %s elements",
+			w.label, size, rows, what, w.schema.DType)
+	}
+	width := size / rows
+	w.rows = rows
+	w.rowOff = make([]int64, rows)
+	w.rowLen = make([]int64, rows)
+	for i := range w.rowOff {
+		w.rowOff[i] = int64(i) * width
+		w.rowLen[i] = width / elem
+	}
+	return nil
 }
 
 // targets resolves which prims the write touches and which payload row each takes.
@@ -150,17 +244,23 @@ func (w *preparedWrite) targets(paths []uint64) ([]uint64, []int32, error) {
 	logical := len(paths)
 	if w.count > 0 {
 		if int(w.count) > len(paths) {
-			return nil, nil, status.Errorf(status.InvalidArgument, "count %d exceeds the query's %d prims", w.count, len(paths))
+			return nil, nil, status.Errorf(status.InvalidArgument, "%scount %d exceeds the query's %d prims", w.label, w.count, len(paths))
 		}
 		logical = int(w.count)
 	}
 	if logical == 0 {
 		return nil, nil, nil
 	}
+	if err := w.splitPacked(logical); err != nil {
+		return nil, nil, err
+	}
 	if w.indexMap == nil && w.rows != int64(logical) {
-		return nil, nil, status.Errorf(status.InvalidArgument,
-			"tensors[0]: %d payload rows do not match the %d prims written (rows are the leading dimension; a flat (N*L,) tensor is not re-read as N rows of L lanes)",
-			w.rows, logical)
+		what := "payload rows (the leading dimension; a flat (N*L,) tensor is not re-read as N rows of L lanes)"
+		if w.schema.IsArray {
+			what = "per-row tensors"
+		}
+		return nil, nil, status.Errorf(status.InvalidArgument, "%stensors: %d %s do not match the %d prims written",
+			w.label, w.rows, what, logical)
 	}
 	if w.indexMap == nil && w.mask == nil {
 		return paths[:logical], nil, nil
@@ -181,22 +281,53 @@ func (w *preparedWrite) targets(paths []uint64) ([]uint64, []int32, error) {
 	return out, src, nil
 }
 
-// checkSchemaLocked verifies the write matches an existing column's schema and role.
-func (s *Stage) checkSchemaLocked(w *preparedWrite) error {
-	c, ok := s.columns[w.attr]
-	if !ok {
-		return nil
+func sameStorage(a, b column.Schema) bool { return a.IsArray == b.IsArray && a.DType == b.DType }
+
+// columnForWriteLocked finds the column a write goes to: the column of the attribute with the
+// write's storage schema and role (semantic NONE matches any role). It returns nil when a new
+// column is needed, and rejects a schema or role change on a prim that carries the attribute
+// (spec §1.4: delete the attribute first). Columns are keyed by (storage, role) so a deleted
+// attribute frees both.
+func (s *Stage) columnForWriteLocked(w *preparedWrite, targets []uint64) (*column.Column, error) {
+	cols := s.columns[w.attr]
+	matches := func(c *column.Column) (storage, role bool) {
+		return sameStorage(c.Schema, w.schema),
+			w.schema.Semantic == SemanticNone || w.schema.Semantic == c.Schema.Semantic
 	}
-	if c.Schema.IsArray != w.schema.IsArray || c.Schema.DType != w.schema.DType {
-		return status.Errorf(status.InvalidArgument,
-			"attribute %q exists as %s (is_array=%v); writing %s (is_array=%v) would change its schema: delete the attribute first",
-			s.tokenName(w.attr), c.Schema.DType, c.Schema.IsArray, w.schema.DType, w.schema.IsArray)
+	if len(cols) == 1 { // the common case needs no per-prim liveness checks
+		if storage, role := matches(cols[0]); storage && role {
+			return cols[0], s.checkPlacement(w, cols[0])
+		}
 	}
-	if w.schema.Semantic != SemanticNone && w.schema.Semantic != c.Schema.Semantic {
-		return status.Errorf(status.InvalidArgument, "attribute %q has semantic %d; a write with semantic %d cannot change its role",
-			s.tokenName(w.attr), c.Schema.Semantic, w.schema.Semantic)
+	var target *column.Column
+	targetLive := false
+	for _, c := range cols {
+		live := firstLive(c, targets)
+		storage, role := matches(c)
+		switch {
+		case !storage && live != 0:
+			return nil, status.Errorf(status.InvalidArgument,
+				"%sattribute %q on %s is %s (is_array=%v); writing %s (is_array=%v) would change its schema: delete the attribute first",
+				w.label, s.tokenName(w.attr), s.pathName(live), c.Schema.DType, c.Schema.IsArray, w.schema.DType, w.schema.IsArray)
+		case storage && !role && live != 0:
+			return nil, status.Errorf(status.InvalidArgument,
+				"%sattribute %q on %s has semantic %d; a write with semantic %d cannot change its role: delete the attribute first",
+				w.label, s.tokenName(w.attr), s.pathName(live), c.Schema.Semantic, w.schema.Semantic)
+		case storage && role && (target == nil || (live != 0 && !targetLive)):
+			target, targetLive = c, live != 0
+		}
 	}
-	return checkPlacement(s.tokenName(w.attr), c.Placement(), w.place)
+	return target, s.checkPlacement(w, target)
+}
+
+// firstLive returns the first of prims that carries c's attribute (0 when none does).
+func firstLive(c *column.Column, prims []uint64) uint64 {
+	for _, p := range prims {
+		if c.Live(p) {
+			return p
+		}
+	}
+	return 0
 }
 
 func (s *Stage) checkInsertLocked(w *preparedWrite, targets []uint64) error {
@@ -211,43 +342,84 @@ func (s *Stage) checkInsertLocked(w *preparedWrite, targets []uint64) error {
 	return nil
 }
 
-func (s *Stage) checkAdmission(floor uint64, w *preparedWrite) error {
-	if w.ordinal <= floor {
+func (s *Stage) checkAdmission(floor, ordinal, attr uint64) error {
+	if ordinal <= floor {
 		return status.Errorf(status.WriteFloorViolation, "ordinal %d is at or below the write floor %d of attribute %q",
-			w.ordinal, floor, s.tokenName(w.attr))
+			ordinal, floor, s.tokenName(attr))
 	}
 	return nil
 }
 
 // WriteAttribute validates and copies the payload, then enqueues the write at its ordinal.
 func (s *Stage) WriteAttribute(req WriteRequest) (uint64, error) {
-	w, err := s.prepareWrite(req)
+	w, err := s.prepareWrite(req, "")
 	if err != nil {
 		return 0, err
 	}
+	return s.enqueueWrites(req.Query, []*preparedWrite{w})
+}
+
+// WriteAttributes enqueues a batch of writes of distinct attributes at one ordinal: the whole
+// batch is validated before anything is queued, and one op covers it.
+func (s *Stage) WriteAttributes(query, ordinal uint64, primMode int32, reqs []WriteRequest) (uint64, error) {
+	if len(reqs) == 0 {
+		return 0, status.Errorf(status.InvalidArgument, "writes must contain at least one entry")
+	}
+	ws := make([]*preparedWrite, 0, len(reqs))
+	release := func() {
+		for _, w := range ws {
+			w.payload.Release()
+		}
+	}
+	seen := map[uint64]int{}
+	for i, req := range reqs {
+		req.Ordinal, req.PrimMode = ordinal, primMode
+		w, err := s.prepareWrite(req, fmt.Sprintf("writes[%d]: ", i))
+		if err != nil {
+			release()
+			return 0, err
+		}
+		ws = append(ws, w)
+		if j, dup := seen[w.attr]; dup {
+			release()
+			return 0, status.Errorf(status.InvalidArgument, "writes[%d] and writes[%d] both write attribute %q; batch entries must name distinct attributes",
+				j, i, s.tokenName(w.attr))
+		}
+		seen[w.attr] = i
+	}
+	return s.enqueueWrites(query, ws)
+}
+
+func (s *Stage) enqueueWrites(qh uint64, ws []*preparedWrite) (uint64, error) {
 	s.mu.Lock()
 	defer s.unlockAndStart()
-	id, err := s.enqueueWriteLocked(req.Query, w)
+	id, err := s.enqueueWritesLocked(qh, ws)
 	if err != nil {
-		w.payload.Release()
+		for _, w := range ws {
+			w.payload.Release()
+		}
 	}
 	return id, err
 }
 
-func (s *Stage) enqueueWriteLocked(qh uint64, w *preparedWrite) (uint64, error) {
+func (s *Stage) enqueueWritesLocked(qh uint64, ws []*preparedWrite) (uint64, error) {
 	q, err := s.queryLocked(qh)
 	if err != nil {
 		return 0, err
 	}
-	if err := s.checkAdmission(s.requested.effective(w.attr), w); err != nil {
-		return 0, err
-	}
-	if err := s.checkSchemaLocked(w); err != nil {
-		return 0, err
-	}
-	if q.Producer == nil || q.Producer.Done() {
+	resolved := q.Producer == nil || q.Producer.Done()
+	for _, w := range ws {
+		if err := s.checkAdmission(s.requested.effective(w.attr), w.ordinal, w.attr); err != nil {
+			return 0, err
+		}
+		if !resolved {
+			continue
+		}
 		targets, _, err := w.targets(q.Paths)
 		if err != nil {
+			return 0, err
+		}
+		if _, err := s.columnForWriteLocked(w, targets); err != nil {
 			return 0, err
 		}
 		if err := s.checkInsertLocked(w, targets); err != nil {
@@ -255,15 +427,56 @@ func (s *Stage) enqueueWriteLocked(qh uint64, w *preparedWrite) (uint64, error) 
 		}
 	}
 	op := s.enqueueLocked(opSpec{
-		inputs: []*sched.Op{q.Producer}, mutation: true, ordinal: w.ordinal,
-		run: func(op *sched.Op) error { return s.applyWrite(op, q, w) },
+		inputs: []*sched.Op{q.Producer}, mutation: true, ordinal: ws[0].ordinal,
+		run: func(op *sched.Op) error { return s.applyWrites(op, q, ws) },
 	})
 	q.addUserLocked(op)
 	return op.ID, nil
 }
 
-// applyWrite runs on a worker: it re-checks admission against the applied floors, creates prims
-// and the column as needed, and stages the payload as a delta at the write's ordinal.
+// applyWrites runs on a worker: per entry it re-checks admission against the applied floors,
+// creates prims and the column as needed, and stages the payload as a delta. Entries apply in
+// order; a failing entry stops the batch (earlier entries stay applied, spec §3.8).
+func (s *Stage) applyWrites(op *sched.Op, q *Query, ws []*preparedWrite) error {
+	if len(ws) > 1 && ws[0].primMode == PrimModeInsert {
+		// INSERT applies to the batch as a whole: check every entry's prims before the first
+		// entry creates them, then apply the entries as upserts.
+		if err := s.checkBatchInsert(q, ws); err != nil {
+			for _, w := range ws {
+				w.payload.Release()
+			}
+			return err
+		}
+		for _, w := range ws {
+			w.primMode = PrimModeUpsert
+		}
+	}
+	for i, w := range ws {
+		if err := s.applyWrite(op, q, w); err != nil {
+			for _, rest := range ws[i+1:] {
+				rest.payload.Release()
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Stage) checkBatchInsert(q *Query, ws []*preparedWrite) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range ws {
+		targets, _, err := w.targets(q.Paths)
+		if err == nil {
+			err = s.checkInsertLocked(w, targets)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (s *Stage) applyWrite(op *sched.Op, q *Query, w *preparedWrite) error {
 	staged := false
 	defer func() {
@@ -278,42 +491,32 @@ func (s *Stage) applyWrite(op *sched.Op, q *Query, w *preparedWrite) error {
 	}
 	targets, src, err := w.targets(q.Paths)
 	if err == nil {
-		err = s.checkAdmission(s.floors.effective(w.attr), w)
+		err = s.checkAdmission(s.floors.effective(w.attr), w.ordinal, w.attr)
 	}
+	var c *column.Column
 	if err == nil {
-		err = s.checkSchemaLocked(w)
+		c, err = s.columnForWriteLocked(w, targets)
 	}
 	if err == nil {
 		err = s.checkInsertLocked(w, targets)
 	}
-	if err != nil {
+	if err == nil && len(targets) > 0 && c == nil {
+		c, err = newPlacedColumn(w)
+		if err == nil {
+			s.columns[w.attr] = append(s.columns[w.attr], c)
+		}
+	}
+	if err != nil || len(targets) == 0 {
 		s.mu.Unlock()
 		return err
 	}
-	if len(targets) == 0 {
-		s.mu.Unlock()
-		return nil
-	}
-	c, ok := s.columns[w.attr]
-	if !ok {
-		var store column.Storage
-		if store, err = newStorage(w.place); err == nil {
-			c, err = column.NewPlaced(w.attr, w.schema, store)
-		}
-		if err != nil {
-			s.mu.Unlock()
-			return err
-		}
-		s.columns[w.attr] = c
-	}
 	s.mu.Unlock()
 	staged = true
-	if c.Stage(w.ordinal, op.ID, targets, src, w.payload) {
+	d := &column.Delta{Ordinal: w.ordinal, Seq: op.ID, Src: src, Payload: w.payload, RowOff: w.rowOff, RowLen: w.rowLen}
+	if c.Stage(targets, d) {
 		// New rows mean possibly new prims; existing rows' prims are already recorded.
 		s.mu.Lock()
-		for _, p := range targets {
-			s.prims[p] = struct{}{}
-		}
+		s.addPrimsLocked(targets)
 		s.mu.Unlock()
 	}
 	return nil

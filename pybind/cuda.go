@@ -5,14 +5,11 @@ package pybind
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/column"
 	"github.com/ovstage-go/ovstage/core/cuda"
-	"github.com/ovstage-go/ovstage/core/status"
 	"github.com/ovstage-go/ovstage/dlpack"
-	"github.com/ovstage-go/ovstage/internal/cptr"
 )
 
 // CudaStatus loads the CUDA driver on first call and returns "1 <devices> <driver version>"
@@ -33,8 +30,7 @@ func CudaLiveBuffers() (int64, error) {
 
 // WriteAttributePlaced is WriteAttribute with a placement and a CUDA sync descriptor:
 // deviceType 0 follows the source tensor, 1 = cpu, 2 = cuda:deviceID; cudaStream / cudaEvent
-// are ovstage_cuda_sync_t (0 = none). It mirrors WriteAttribute's argument handling; fold the
-// two together once the write entry points settle.
+// are ovstage_cuda_sync_t (0 = none).
 func WriteAttributePlaced(stageID, query, attrToken uint64, attrName string, ordinal uint64,
 	tensorsAddr uintptr, tensorCount int, count int64, indexMapAddr uintptr, indexMapLen int,
 	maskAddr uintptr, maskLen int, semantic int32, isArray bool, primMode int32,
@@ -44,29 +40,15 @@ func WriteAttributePlaced(stageID, query, attrToken uint64, attrName string, ord
 		if err != nil {
 			return 0, err
 		}
-		if count < 0 || count > int64(^uint32(0)) {
-			return 0, status.Errorf(status.InvalidArgument, "count %d is outside the uint32 range", count)
+		req, err := decodeWrite("", tensorsAddr, tensorCount, count, indexMapAddr, indexMapLen, indexMapAddr != 0,
+			maskAddr, maskLen, maskAddr != 0)
+		if err != nil {
+			return 0, err
 		}
-		if tensorCount < 0 || tensorCount > 1<<24 {
-			return 0, status.Errorf(status.InvalidArgument, "tensor count %d is out of range", tensorCount)
-		}
-		req := core.WriteRequest{Query: query, AttrToken: attrToken, AttrName: attrName,
-			Ordinal: ordinal, Count: uint32(count), Semantic: semantic, IsArray: isArray, PrimMode: primMode,
-			Device: column.Placement{DeviceType: deviceType, DeviceID: deviceID},
-			Sync:   core.CudaSync{Stream: cudaStream, Event: cudaEvent}}
-		for i, addr := range cptr.Uintptrs(tensorsAddr, tensorCount) {
-			t, err := dlpack.FromAddress(addr, "tensors["+strconv.Itoa(i)+"]")
-			if err != nil {
-				return 0, err
-			}
-			req.Tensors = append(req.Tensors, t)
-		}
-		if indexMapAddr != 0 {
-			req.IndexMap, req.HasIndexMap = cptr.Uint32s(indexMapAddr, indexMapLen), true
-		}
-		if maskAddr != 0 {
-			req.Mask, req.HasMask = cptr.Uint64s(maskAddr, maskLen), true
-		}
+		req.Query, req.AttrToken, req.AttrName, req.Ordinal = query, attrToken, attrName, ordinal
+		req.Semantic, req.IsArray, req.PrimMode = semantic, isArray, primMode
+		req.Device = column.Placement{DeviceType: deviceType, DeviceID: deviceID}
+		req.Sync = core.CudaSync{Stream: cudaStream, Event: cudaEvent}
 		return s.WriteAttribute(req)
 	})
 }

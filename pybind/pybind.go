@@ -178,27 +178,13 @@ func WriteAttribute(stageID, query, attrToken uint64, attrName string, ordinal u
 		if err != nil {
 			return 0, err
 		}
-		if count < 0 || count > int64(^uint32(0)) {
-			return 0, status.Errorf(status.InvalidArgument, "count %d is outside the uint32 range", count)
+		req, err := decodeWrite("", tensorsAddr, tensorCount, count, indexMapAddr, indexMapLen, indexMapAddr != 0,
+			maskAddr, maskLen, maskAddr != 0)
+		if err != nil {
+			return 0, err
 		}
-		if tensorCount < 0 || tensorCount > 1<<24 {
-			return 0, status.Errorf(status.InvalidArgument, "tensor count %d is out of range", tensorCount)
-		}
-		req := core.WriteRequest{Query: query, AttrToken: attrToken, AttrName: attrName,
-			Ordinal: ordinal, Count: uint32(count), Semantic: semantic, IsArray: isArray, PrimMode: primMode}
-		for i, addr := range cptr.Uintptrs(tensorsAddr, tensorCount) {
-			t, err := dlpack.FromAddress(addr, "tensors["+strconv.Itoa(i)+"]")
-			if err != nil {
-				return 0, err
-			}
-			req.Tensors = append(req.Tensors, t)
-		}
-		if indexMapAddr != 0 {
-			req.IndexMap, req.HasIndexMap = cptr.Uint32s(indexMapAddr, indexMapLen), true
-		}
-		if maskAddr != 0 {
-			req.Mask, req.HasMask = cptr.Uint64s(maskAddr, maskLen), true
-		}
+		req.Query, req.AttrToken, req.AttrName, req.Ordinal = query, attrToken, attrName, ordinal
+		req.Semantic, req.IsArray, req.PrimMode = semantic, isArray, primMode
 		return s.WriteAttribute(req)
 	})
 }

@@ -1,8 +1,9 @@
-// Package column stores one attribute's values for many prims. Sealed values live in a
-// refcounted C buffer (one row per prim); changes above the write floor wait as ordinal-keyed
-// deltas and are folded in when the floor passes them. Readers hold a reference to the sealed
-// buffer version they view; folding copies first when the buffer is shared (copy-on-write), and
-// a delta that covers the whole column is swapped in without a copy.
+// Package column stores one attribute's values (of one schema) for many prims. Sealed values
+// live in refcounted C buffers; changes above the write floor wait as ordinal-keyed deltas and
+// are folded in when the floor passes them. Readers hold references to the buffer versions
+// they view; folding copies first when a fixed buffer is shared (copy-on-write), and a delta
+// covering the whole column is swapped in without a copy. Each column also keeps the change
+// membership of its keys (which ordinals changed which rows), exact above a retention frontier.
 package column
 
 import (
@@ -10,52 +11,97 @@ import (
 	"sync"
 
 	"github.com/ovstage-go/ovstage/core/buffer"
-	"github.com/ovstage-go/ovstage/core/status"
 	"github.com/ovstage-go/ovstage/dlpack"
 )
 
 // Schema is a column's immutable layout.
 type Schema struct {
 	IsArray  bool
-	DType    dlpack.DType
+	DType    dlpack.DType // value (fixed) or element (array) type, lanes = tuple width
 	Semantic int32
 }
 
-// Delta is one staged mutation: Rows[i] takes payload row Src[i] (Src nil = row i).
+// Delta is one staged mutation of some rows.
 type Delta struct {
 	Ordinal uint64
 	Seq     uint64 // submission order among equal ordinals
 	Rows    []int32
-	Src     []int32
-	Payload buffer.Buffer // owned
+	// Src[i] is the payload row that Rows[i] takes (nil: row i).
+	Src []int32
+	// Payload holds the source rows (owned). Fixed: rowBytes per row. Array: RowOff/RowLen
+	// give each source row's byte offset and element count.
+	Payload buffer.Buffer
+	RowOff  []int64
+	RowLen  []int64
+	// Tombstone deletes the rows instead of writing them (no payload).
+	Tombstone bool
+}
+
+func (d *Delta) src(i int) int32 {
+	if d.Src == nil {
+		return int32(i)
+	}
+	return d.Src[i]
 }
 
 type key struct {
-	hasSealed bool
+	hasSealed bool   // a sealed version (value or tombstone) exists
+	deleted   bool   // the sealed version is a tombstone
 	sealedOrd uint64 // ordinal of the sealed version
 	latestOrd uint64 // ordinal of the latest change, sealed or not
 }
 
-// Column is one attribute's storage. All methods are safe for concurrent use.
+// visible: latest reads return the key (its sealed version is a value).
+func (k key) visible() bool { return k.hasSealed && !k.deleted }
+
+// arrayRow is one sealed ragged row: n elements at byte offset off of buf (a held reference).
+type arrayRow struct {
+	buf buffer.Buffer
+	off int64
+	n   int64
+}
+
+// record is one retained change: the rows an ordinal changed (all rows when all is set).
+type record struct {
+	ordinal   uint64
+	seq       uint64
+	rows      []int32
+	tombstone bool
+}
+
+// DefaultRetention is how many change records a column keeps before coalescing the oldest
+// sealed ones away (raising the retention frontier).
+const DefaultRetention = 1024
+
+// Column is one attribute's storage for one schema. All methods are safe for concurrent use.
 type Column struct {
 	Name     uint64
 	Schema   Schema
-	rowBytes int
+	rowBytes int // fixed: bytes per row; array: bytes per element
 	// store allocates and copies in the column's placement (host, or one CUDA device).
 	store Storage
 
-	mu         sync.Mutex
-	rowOf      map[uint64]int32
-	prims      []uint64
-	keys       []key
+	mu     sync.Mutex
+	rowOf  map[uint64]int32
+	prims  []uint64
+	keys   []key
+	layout uint64 // layout generation: bumps when rows appear or keys are deleted/revived
+
+	// Fixed columns: rows in one buffer.
 	sealed     buffer.Buffer
-	sealedCap  int // rows the sealed buffer can hold
-	pending    []*Delta
-	layoutGen  uint64
-	sealedRows int // rows covered by the sealed buffer
-	// sealedOrdinal is the column's latest sealed change, reported as a read group's ordinal
-	// (spec §1.9: the column's latest committed write ordinal).
+	sealedCap  int
+	sealedRows int
+	// Array columns: one reference per row.
+	arrays []arrayRow
+
+	pending []*Delta
+	records []record
+	// frontier: records at or above it are exact (older ones were dropped).
+	frontier  uint64
+	retention int
+	// sealedOrdinal is the latest sealed change, reported as a read group's ordinal (spec §1.9).
 	sealedOrdinal uint64
+
 	// lastPrims/lastRows memoize the row lookup of the previous Stage call: repeated writes
 	// through one query pass the same prims slice, so they skip a map lookup per prim.
 	lastPrims []uint64
@@ -77,39 +123,58 @@ func NewPlaced(name uint64, schema Schema, store Storage) (*Column, error) {
 		return nil, err
 	}
 	return &Column{Name: name, Schema: schema, rowBytes: schema.DType.ElemBytes(), store: store,
-		rowOf: map[uint64]int32{}, sealed: buf, layoutGen: 1}, nil
+		rowOf: map[uint64]int32{}, sealed: buf, layout: 1, retention: DefaultRetention}, nil
 }
 
 // Placement is where the column's payload lives.
 func (c *Column) Placement() Placement { return c.store.Placement() }
 
-// RowBytes is the size of one fixed row.
+// RowBytes is the size of one fixed row (array columns: of one element).
 func (c *Column) RowBytes() int { return c.rowBytes }
 
-// Stage records a mutation at ordinal for prims (payload row src[i] for prims[i]; src nil means
-// row i). It creates missing rows and takes ownership of payload; it reports whether rows were
-// added.
-func (c *Column) Stage(ordinal, seq uint64, prims []uint64, src []int32, payload buffer.Buffer) bool {
+// SetRetention sets how many change records the column keeps (tests).
+func (c *Column) SetRetention(n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var rows []int32
-	gen := c.layoutGen
-	if c.sameAsLast(prims) {
-		rows = c.lastRows
-		for _, r := range rows {
-			c.keys[r].latestOrd = max(c.keys[r].latestOrd, ordinal)
-		}
-	} else {
-		rows = c.lookupRows(prims, ordinal)
-		c.lastPrims, c.lastRows, c.lastGen = prims, rows, c.layoutGen
-	}
-	c.insertPending(&Delta{Ordinal: ordinal, Seq: seq, Rows: rows, Src: src, Payload: payload})
-	return c.layoutGen != gen
+	c.retention = max(1, n)
 }
 
-// lookupRows maps prims to rows, creating missing rows, and records ordinal as their latest
-// change.
-func (c *Column) lookupRows(prims []uint64, ordinal uint64) []int32 {
+// Stage records a mutation (write or tombstone) at d.Ordinal for prims; d.Rows is filled in.
+// Missing rows are created (for writes only: a tombstone never creates rows). It takes
+// ownership of d.Payload and reports whether the column's set of rows grew.
+func (c *Column) Stage(prims []uint64, d *Delta) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gen := c.layout
+	switch {
+	case d.Tombstone:
+		d.Rows = c.existingRows(prims)
+	case c.sameAsLast(prims):
+		d.Rows = c.lastRows
+	default:
+		d.Rows = c.lookupRows(prims)
+		c.lastPrims, c.lastRows, c.lastGen = prims, d.Rows, c.layout
+	}
+	for _, r := range d.Rows {
+		c.keys[r].latestOrd = max(c.keys[r].latestOrd, d.Ordinal)
+	}
+	c.insertPending(d)
+	c.addRecord(record{ordinal: d.Ordinal, seq: d.Seq, rows: d.Rows, tombstone: d.Tombstone})
+	return c.layout != gen
+}
+
+func (c *Column) existingRows(prims []uint64) []int32 {
+	rows := make([]int32, 0, len(prims))
+	for _, p := range prims {
+		if r, ok := c.rowOf[p]; ok {
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// lookupRows maps prims to rows, creating missing rows.
+func (c *Column) lookupRows(prims []uint64) []int32 {
 	rows := make([]int32, len(prims))
 	for i, p := range prims {
 		r, ok := c.rowOf[p]
@@ -118,10 +183,12 @@ func (c *Column) lookupRows(prims []uint64, ordinal uint64) []int32 {
 			c.rowOf[p] = r
 			c.prims = append(c.prims, p)
 			c.keys = append(c.keys, key{})
-			c.layoutGen++
+			if c.Schema.IsArray {
+				c.arrays = append(c.arrays, arrayRow{})
+			}
+			c.layout++
 		}
 		rows[i] = r
-		c.keys[r].latestOrd = max(c.keys[r].latestOrd, ordinal)
 	}
 	return rows
 }
@@ -130,22 +197,60 @@ func (c *Column) lookupRows(prims []uint64, ordinal uint64) []int32 {
 // mutate query path slices) and no row was added since.
 func (c *Column) sameAsLast(prims []uint64) bool {
 	return len(prims) > 0 && len(prims) == len(c.lastPrims) && &prims[0] == &c.lastPrims[0] &&
-		c.lastGen == c.layoutGen
+		c.lastGen == c.layout
 }
+
+func less(ao, as, bo, bs uint64) bool { return ao < bo || (ao == bo && as < bs) }
 
 // insertPending adds d in (ordinal, seq) order.
 func (c *Column) insertPending(d *Delta) {
 	i := sort.Search(len(c.pending), func(i int) bool {
-		p := c.pending[i]
-		return p.Ordinal > d.Ordinal || (p.Ordinal == d.Ordinal && p.Seq > d.Seq)
+		return less(d.Ordinal, d.Seq, c.pending[i].Ordinal, c.pending[i].Seq)
 	})
 	c.pending = append(c.pending, nil)
 	copy(c.pending[i+1:], c.pending[i:])
 	c.pending[i] = d
 }
 
-// Seal folds every pending delta at or below floor into the sealed buffer, in (ordinal, seq)
-// order.
+func (c *Column) addRecord(r record) {
+	if len(r.rows) == 0 {
+		return
+	}
+	i := sort.Search(len(c.records), func(i int) bool {
+		return less(r.ordinal, r.seq, c.records[i].ordinal, c.records[i].seq)
+	})
+	c.records = append(c.records, record{})
+	copy(c.records[i+1:], c.records[i:])
+	c.records[i] = r
+}
+
+// Frontier is the inclusive retention frontier: change membership is exact at or above it.
+func (c *Column) Frontier() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.frontier
+}
+
+// pruneRecords drops the oldest sealed records beyond the retention budget.
+func (c *Column) pruneRecords(floor uint64) {
+	excess := len(c.records) - c.retention
+	if excess <= 0 {
+		return
+	}
+	n := 0
+	for n < excess && c.records[n].ordinal <= floor {
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	// Records are exact from the next retained ordinal on; a coalesced key keeps its latest
+	// state (the sealed version) but loses older membership.
+	c.frontier = max(c.frontier, c.records[n-1].ordinal+1)
+	c.records = append([]record(nil), c.records[n:]...)
+}
+
+// Seal folds every pending delta at or below floor, in (ordinal, seq) order.
 func (c *Column) Seal(floor uint64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -164,18 +269,52 @@ func (c *Column) Seal(floor uint64) error {
 				d.Payload.Release()
 			}
 		}
+		c.pruneRecords(floor)
 	}()
+	for _, d := range fold { // host payloads of map commits and clones into a device column
+		if d.Payload.Valid() {
+			p, err := c.store.Import(d.Payload)
+			d.Payload = p
+			if err != nil {
+				return err
+			}
+		}
+	}
+	if c.Schema.IsArray {
+		for _, d := range fold {
+			c.applyArray(d)
+		}
+		return nil
+	}
+	return c.applyFixed(fold)
+}
+
+func (c *Column) markSealed(r int32, d *Delta) {
+	k := &c.keys[r]
+	if k.hasSealed && d.Ordinal < k.sealedOrd {
+		return // a newer sealed version exists (cannot happen when folding in order)
+	}
+	if k.visible() == d.Tombstone {
+		c.layout++ // the key appears in or leaves latest reads
+	}
+	k.hasSealed = true
+	k.deleted = d.Tombstone
+	k.sealedOrd = d.Ordinal
+	c.sealedOrdinal = max(c.sealedOrdinal, d.Ordinal)
+}
+
+func (c *Column) applyFixed(fold []*Delta) error {
 	nrows := len(c.prims)
 	start := 0
 	for i := len(fold) - 1; i >= 0; i-- {
 		if c.coversWholeColumn(fold[i], nrows) {
-			// Everything before a whole-column delta is overwritten: swap its payload in.
+			// Everything before a whole-column write is overwritten: swap its payload in.
 			c.sealed.Release()
 			c.sealed = fold[i].Payload
 			fold[i].Payload = buffer.Buffer{}
 			c.sealedCap, c.sealedRows = nrows, nrows
 			for r := range c.keys {
-				c.markSealed(int32(r), fold[i].Ordinal)
+				c.markSealed(int32(r), fold[i])
 			}
 			start = i + 1
 			break
@@ -192,28 +331,37 @@ func (c *Column) Seal(floor uint64) error {
 		defer old.Release() // deferred calls run after the Flush below: copies may read it
 	}
 	for _, d := range fold[start:] {
-		if err := c.store.Copy(c.sealed, d.Payload, rowRuns(d.Rows, d.Src, c.rowBytes)); err != nil {
-			_ = c.store.Flush(c.sealed)
-			return err
+		if !d.Tombstone { // a tombstone only marks keys; its rows keep their bytes
+			if err := c.store.Copy(c.sealed, d.Payload, rowRuns(d.Rows, d.Src, c.rowBytes)); err != nil {
+				_ = c.store.Flush(c.sealed)
+				return err
+			}
 		}
 		for _, r := range d.Rows {
-			c.markSealed(r, d.Ordinal)
+			c.markSealed(r, d)
 		}
 	}
 	return c.store.Flush(c.sealed)
 }
 
-func (c *Column) markSealed(r int32, ordinal uint64) {
-	k := &c.keys[r]
-	k.hasSealed = true
-	c.sealedOrdinal = max(c.sealedOrdinal, ordinal)
-	if ordinal >= k.sealedOrd {
-		k.sealedOrd = ordinal
+func (c *Column) applyArray(d *Delta) {
+	for i, r := range d.Rows {
+		old := c.arrays[r]
+		if d.Tombstone {
+			c.arrays[r] = arrayRow{}
+		} else {
+			s := d.src(i)
+			c.arrays[r] = arrayRow{buf: d.Payload.Retain(), off: d.RowOff[s], n: d.RowLen[s]}
+		}
+		if old.buf.Valid() {
+			old.buf.Release()
+		}
+		c.markSealed(r, d)
 	}
 }
 
 func (c *Column) coversWholeColumn(d *Delta, nrows int) bool {
-	if d.Src != nil || len(d.Rows) != nrows || d.Payload.Size() != nrows*c.rowBytes {
+	if d.Tombstone || d.Src != nil || len(d.Rows) != nrows || d.Payload.Size() != nrows*c.rowBytes {
 		return false
 	}
 	for i, r := range d.Rows {
@@ -253,98 +401,58 @@ func (c *Column) makeWritable(nrows int) (buffer.Buffer, error) {
 	return old, nil
 }
 
-// Selection maps a query's prims onto this column's rows; it stays valid while the column's
-// layout generation is unchanged, so repeated reads through one query cost O(1).
-type Selection struct {
-	LayoutGen uint64
-	// QueryIdx[k] is the query position of local prim k (nil = all query prims, in order).
-	QueryIdx []uint32
-	// Rows[k] is the column row of local prim k.
-	Rows []int32
-	// Count is the number of local prims.
-	Count int
-	// IdentityRows: Rows[k] == k for every k (no data index map needed).
-	IdentityRows bool
-	allSealed    bool
-}
-
-// Select resolves prims (in query order) against the column, reusing prev when still valid.
-func (c *Column) Select(prims []uint64, prev *Selection) *Selection {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if prev != nil && prev.LayoutGen == c.layoutGen {
-		return prev
-	}
-	sel := &Selection{LayoutGen: c.layoutGen, IdentityRows: true}
-	all := true
-	for i, p := range prims {
-		r, ok := c.rowOf[p]
-		if !ok {
-			if all {
-				all = false
-				sel.QueryIdx = make([]uint32, 0, len(prims))
-				for j := 0; j < i; j++ {
-					sel.QueryIdx = append(sel.QueryIdx, uint32(j))
-				}
-			}
-			continue
-		}
-		if !all {
-			sel.QueryIdx = append(sel.QueryIdx, uint32(i))
-		}
-		if int(r) != len(sel.Rows) {
-			sel.IdentityRows = false
-		}
-		sel.Rows = append(sel.Rows, r)
-	}
-	sel.Count = len(sel.Rows)
-	return sel
-}
-
-// Snapshot is a reader's view of sealed values: it holds a buffer reference (release it).
-type Snapshot struct {
-	Buffer    buffer.Buffer
-	Rows      int64 // rows the exported tensor spans
-	Ordinal   uint64
-	LayoutGen uint64
-}
-
-// Snapshot pins the sealed buffer for sel's rows. It fails with WRITE_FLOOR_VIOLATION when a
-// selected key has no sealed version (only unsealed changes). describe names a row's prim in
-// the message.
-func (c *Column) Snapshot(sel *Selection, describe func(prim uint64) string) (Snapshot, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !sel.allSealed || sel.LayoutGen != c.layoutGen {
-		for _, r := range sel.Rows {
-			if !c.keys[r].hasSealed {
-				return Snapshot{}, status.Errorf(status.WriteFloorViolation,
-					"prim %s has no sealed value yet (latest change at ordinal %d is above the write floor); advance the write floor first",
-					describe(c.prims[r]), c.keys[r].latestOrd)
-			}
-		}
-		sel.allSealed = sel.LayoutGen == c.layoutGen
-	}
-	rows := int64(c.sealedRows)
-	if sel.IdentityRows {
-		rows = int64(sel.Count)
-	}
-	return Snapshot{Buffer: c.sealed.Retain(), Rows: rows, Ordinal: c.sealedOrdinal, LayoutGen: c.layoutGen}, nil
-}
-
-// RowCount is the number of prims with a row.
+// RowCount is the number of rows (prims that ever carried the attribute).
 func (c *Column) RowCount() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.prims)
 }
 
-// HasPrim reports whether prim has a row.
-func (c *Column) HasPrim(prim uint64) bool {
+// Live reports whether prim carries the attribute in the committed (executed) state: it has a
+// row whose latest change is not a delete.
+func (c *Column) Live(prim uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, ok := c.rowOf[prim]
-	return ok
+	r, ok := c.rowOf[prim]
+	return ok && c.liveLocked(r)
+}
+
+// liveLocked: the row's latest change (pending deltas included) is a write.
+func (c *Column) liveLocked(r int32) bool {
+	for i := len(c.pending) - 1; i >= 0; i-- {
+		d := c.pending[i]
+		for _, pr := range d.Rows {
+			if pr == r {
+				return !d.Tombstone
+			}
+		}
+	}
+	return c.keys[r].visible()
+}
+
+// LivePrims lists prims whose latest committed change is a write.
+func (c *Column) LivePrims() []uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	state := make([]int8, len(c.prims)) // 0 unknown, 1 live, -1 deleted
+	for i := len(c.pending) - 1; i >= 0; i-- {
+		d := c.pending[i]
+		for _, r := range d.Rows {
+			if state[r] == 0 {
+				state[r] = 1
+				if d.Tombstone {
+					state[r] = -1
+				}
+			}
+		}
+	}
+	var out []uint64
+	for r, p := range c.prims {
+		if state[r] == 1 || (state[r] == 0 && c.keys[r].visible()) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Close releases the column's buffers.
@@ -352,6 +460,12 @@ func (c *Column) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.sealed.Release()
+	for _, a := range c.arrays {
+		if a.buf.Valid() {
+			a.buf.Release()
+		}
+	}
+	c.arrays = nil
 	for _, d := range c.pending {
 		if d.Payload.Valid() {
 			d.Payload.Release()

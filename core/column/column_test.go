@@ -17,12 +17,19 @@ var f32 = Schema{DType: dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}
 func payload(t *testing.T, vals ...float32) buffer.Buffer {
 	b, err := buffer.New(4 * len(vals))
 	require.NoError(t, err)
-	copy(unsafe.Slice((*float32)(b.Data()), len(vals)), vals)
+	if len(vals) > 0 {
+		copy(unsafe.Slice((*float32)(b.Data()), len(vals)), vals)
+	}
 	return b
 }
 
+func write(c *Column, ordinal, seq uint64, prims []uint64, src []int32, p buffer.Buffer) {
+	c.Stage(prims, &Delta{Ordinal: ordinal, Seq: seq, Src: src, Payload: p})
+}
+
 func values(s Snapshot, sel *Selection) []float32 {
-	all := unsafe.Slice((*float32)(s.Buffer.Data()), int(s.Rows))
+	v := s.Views[0]
+	all := unsafe.Slice((*float32)(unsafe.Add(v.Buffer.Data(), v.ByteOffset)), int(v.Rows))
 	out := make([]float32, sel.Count)
 	for k, r := range sel.Rows {
 		out[k] = all[r]
@@ -30,24 +37,32 @@ func values(s Snapshot, sel *Selection) []float32 {
 	return out
 }
 
-func describe(p uint64) string { return "prim" }
+func describe(uint64) string { return "prim" }
+
+func latest(t *testing.T, c *Column, prims []uint64) ([]float32, error) {
+	sel := c.Select(prims, nil)
+	s, err := c.Snapshot(sel, describe)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Release()
+	return values(s, sel), nil
+}
 
 func TestUnsealedKeyHasNoSnapshotUntilSealed(t *testing.T) {
 	c, err := New(1, f32)
 	require.NoError(t, err)
 	defer c.Close()
 	prims := []uint64{10, 11, 12}
-	c.Stage(1, 1, prims, nil, payload(t, 1, 2, 3))
-	sel := c.Select(prims, nil)
-	_, err = c.Snapshot(sel, describe)
+	write(c, 1, 1, prims, nil, payload(t, 1, 2, 3))
+	_, err = latest(t, c, prims)
 	assert.Equal(t, status.WriteFloorViolation, status.CodeOf(err))
 
 	require.NoError(t, c.Seal(1))
-	s, err := c.Snapshot(sel, describe)
+	got, err := latest(t, c, prims)
 	require.NoError(t, err)
-	defer s.Buffer.Release()
-	assert.Equal(t, []float32{1, 2, 3}, values(s, sel))
-	assert.Equal(t, uint64(1), s.Ordinal)
+	assert.Equal(t, []float32{1, 2, 3}, got)
+	sel := c.Select(prims, nil)
 	assert.True(t, sel.IdentityRows)
 	assert.Nil(t, sel.QueryIdx)
 }
@@ -56,56 +71,50 @@ func TestSealedVersionVisibleWhileNewerChangeIsPending(t *testing.T) {
 	c, _ := New(1, f32)
 	defer c.Close()
 	prims := []uint64{10, 11}
-	c.Stage(1, 1, prims, nil, payload(t, 1, 2))
+	write(c, 1, 1, prims, nil, payload(t, 1, 2))
 	require.NoError(t, c.Seal(1))
-	c.Stage(2, 2, prims, nil, payload(t, 5, 6))
-	sel := c.Select(prims, nil)
-	s, err := c.Snapshot(sel, describe)
+	write(c, 2, 2, prims, nil, payload(t, 5, 6))
+	got, err := latest(t, c, prims)
 	require.NoError(t, err)
-	assert.Equal(t, []float32{1, 2}, values(s, sel))
-	s.Buffer.Release()
+	assert.Equal(t, []float32{1, 2}, got)
 	require.NoError(t, c.Seal(2))
-	s, err = c.Snapshot(sel, describe)
+	got, err = latest(t, c, prims)
 	require.NoError(t, err)
-	assert.Equal(t, []float32{5, 6}, values(s, sel))
-	s.Buffer.Release()
+	assert.Equal(t, []float32{5, 6}, got)
 }
 
 func TestFoldAppliesOrdinalOrderNotArrivalOrder(t *testing.T) {
 	c, _ := New(1, f32)
 	defer c.Close()
 	prims := []uint64{10}
-	c.Stage(5, 9, prims, nil, payload(t, 50))
-	c.Stage(3, 10, prims, nil, payload(t, 30)) // arrives later, lower ordinal
-	c.Stage(5, 8, prims, nil, payload(t, 49))  // same ordinal, submitted earlier
+	write(c, 5, 9, prims, nil, payload(t, 50))
+	write(c, 3, 10, prims, nil, payload(t, 30)) // arrives later, lower ordinal
+	write(c, 5, 8, prims, nil, payload(t, 49))  // same ordinal, submitted earlier
 	require.NoError(t, c.Seal(10))
-	sel := c.Select(prims, nil)
-	s, err := c.Snapshot(sel, describe)
+	got, err := latest(t, c, prims)
 	require.NoError(t, err)
-	defer s.Buffer.Release()
-	assert.Equal(t, []float32{50}, values(s, sel))
-	assert.Equal(t, uint64(5), s.Ordinal)
+	assert.Equal(t, []float32{50}, got)
+	assert.Equal(t, uint64(5), c.SealedOrdinal())
 }
 
 func TestCopyOnWriteKeepsReaderSnapshot(t *testing.T) {
 	c, _ := New(1, f32)
 	defer c.Close()
 	prims := []uint64{10, 11}
-	c.Stage(1, 1, prims, nil, payload(t, 1, 2))
+	write(c, 1, 1, prims, nil, payload(t, 1, 2))
 	require.NoError(t, c.Seal(1))
 	sel := c.Select(prims, nil)
 	old, err := c.Snapshot(sel, describe)
 	require.NoError(t, err)
-	// Partial write (not whole-column) must not touch the buffer the reader holds.
-	c.Stage(2, 2, []uint64{11}, nil, payload(t, 9))
+	write(c, 2, 2, []uint64{11}, nil, payload(t, 9)) // partial: folded by row copy
 	require.NoError(t, c.Seal(2))
 	assert.Equal(t, []float32{1, 2}, values(old, sel))
 	cur, err := c.Snapshot(sel, describe)
 	require.NoError(t, err)
 	assert.Equal(t, []float32{1, 9}, values(cur, sel))
-	assert.NotEqual(t, old.Buffer.Data(), cur.Buffer.Data())
-	old.Buffer.Release()
-	cur.Buffer.Release()
+	assert.NotEqual(t, old.Views[0].Buffer.Data(), cur.Views[0].Buffer.Data())
+	old.Release()
+	cur.Release()
 }
 
 func TestWholeColumnDeltaIsSwappedIn(t *testing.T) {
@@ -114,39 +123,120 @@ func TestWholeColumnDeltaIsSwappedIn(t *testing.T) {
 	prims := []uint64{10, 11}
 	p := payload(t, 7, 8)
 	addr := p.Data()
-	c.Stage(1, 1, prims, nil, p)
+	write(c, 1, 1, prims, nil, p)
 	require.NoError(t, c.Seal(1))
-	sel := c.Select(prims, nil)
-	s, err := c.Snapshot(sel, describe)
+	s, err := c.Snapshot(c.Select(prims, nil), describe)
 	require.NoError(t, err)
-	defer s.Buffer.Release()
-	assert.Equal(t, addr, s.Buffer.Data(), "whole-column delta becomes the sealed buffer")
+	defer s.Release()
+	assert.Equal(t, addr, s.Views[0].Buffer.Data(), "whole-column delta becomes the sealed buffer")
 }
 
 func TestSelectionSparseAndReordered(t *testing.T) {
 	c, _ := New(1, f32)
 	defer c.Close()
-	c.Stage(1, 1, []uint64{10, 11}, nil, payload(t, 1, 2))
+	write(c, 1, 1, []uint64{10, 11}, nil, payload(t, 1, 2))
 	require.NoError(t, c.Seal(1))
 	sel := c.Select([]uint64{99, 11, 10}, nil)
 	assert.Equal(t, []uint32{1, 2}, sel.QueryIdx)
 	assert.Equal(t, []int32{1, 0}, sel.Rows)
 	assert.False(t, sel.IdentityRows)
-	again := c.Select([]uint64{99, 11, 10}, sel)
-	assert.Same(t, sel, again, "unchanged layout reuses the selection")
-	c.Stage(2, 2, []uint64{99}, nil, payload(t, 3))
-	assert.NotSame(t, sel, c.Select([]uint64{99, 11, 10}, sel), "new row invalidates it")
+	assert.Same(t, sel, c.Select([]uint64{99, 11, 10}, sel), "unchanged layout reuses the selection")
+	write(c, 2, 2, []uint64{99}, nil, payload(t, 3))
+	assert.NotSame(t, sel, c.Select([]uint64{99, 11, 10}, sel), "a new row invalidates it")
 }
 
 func TestSrcIndexGather(t *testing.T) {
 	c, _ := New(1, f32)
 	defer c.Close()
 	prims := []uint64{1, 2, 3}
-	c.Stage(1, 1, prims, []int32{1, 2, 0}, payload(t, 111, 222, 333))
+	write(c, 1, 1, prims, []int32{1, 2, 0}, payload(t, 111, 222, 333))
 	require.NoError(t, c.Seal(1))
+	got, err := latest(t, c, prims)
+	require.NoError(t, err)
+	assert.Equal(t, []float32{222, 333, 111}, got)
+}
+
+func TestTombstoneHidesKeyOnceSealedAndWriteRevivesIt(t *testing.T) {
+	c, _ := New(1, f32)
+	defer c.Close()
+	prims := []uint64{1, 2}
+	write(c, 1, 1, prims, nil, payload(t, 1, 2))
+	require.NoError(t, c.Seal(1))
+	c.Stage([]uint64{2, 77}, &Delta{Ordinal: 2, Seq: 2, Tombstone: true})
+	assert.False(t, c.Live(2), "committed state: deleted")
+	assert.Equal(t, []uint64{1}, c.LivePrims())
+	got, err := latest(t, c, prims)
+	require.NoError(t, err)
+	assert.Equal(t, []float32{1, 2}, got, "the sealed snapshot still has it")
+	require.NoError(t, c.Seal(2))
 	sel := c.Select(prims, nil)
+	assert.Equal(t, []uint32{0}, sel.QueryIdx)
+	assert.Equal(t, 2, c.RowCount(), "a tombstone never creates rows")
+
+	write(c, 3, 3, []uint64{2}, nil, payload(t, 5))
+	require.NoError(t, c.Seal(3))
+	got, err = latest(t, c, prims)
+	require.NoError(t, err)
+	assert.Equal(t, []float32{1, 5}, got)
+}
+
+func TestRangeSelectionMembershipAndErrors(t *testing.T) {
+	c, _ := New(1, f32)
+	defer c.Close()
+	a, b, d := uint64(1), uint64(2), uint64(3)
+	write(c, 1, 1, []uint64{a, b, d}, nil, payload(t, 1, 2, 3))
+	write(c, 3, 2, []uint64{b}, nil, payload(t, 20))
+	c.Stage([]uint64{d}, &Delta{Ordinal: 4, Seq: 3, Tombstone: true})
+	require.NoError(t, c.Seal(4))
+	q := []uint64{a, b, d}
+
+	sel, err := c.SelectRange(q, 2, 4, 4, describe)
+	require.NoError(t, err)
+	assert.Equal(t, []uint32{1}, sel.ValueQueryIdx)
+	assert.Equal(t, []uint32{2}, sel.TombQueryIdx)
+	sel.Values.Release()
+
+	sel, err = c.SelectRange(q, 5, 9, 4, describe)
+	require.NoError(t, err)
+	assert.Empty(t, sel.ValueQueryIdx)
+	assert.Empty(t, sel.TombQueryIdx)
+
+	_, err = c.SelectRange(q, 1, 2, 4, describe)
+	assert.Equal(t, status.OutOfRange, status.CodeOf(err), "b changed again at 3")
+
+	write(c, 6, 4, []uint64{a}, nil, payload(t, 9))
+	_, err = c.SelectRange(q, 5, 6, 4, describe)
+	assert.Equal(t, status.WriteFloorViolation, status.CodeOf(err), "in-range change above the floor")
+}
+
+func TestRetentionDropsOldRecordsAndRaisesFrontier(t *testing.T) {
+	c, _ := New(1, f32)
+	defer c.Close()
+	c.SetRetention(4)
+	for o := uint64(1); o <= 10; o++ {
+		write(c, o, o, []uint64{1}, nil, payload(t, float32(o)))
+		require.NoError(t, c.Seal(o))
+	}
+	assert.Equal(t, uint64(7), c.Frontier())
+	sel, err := c.SelectRange([]uint64{1}, 10, 10, 10, describe)
+	require.NoError(t, err)
+	assert.Len(t, sel.ValueQueryIdx, 1)
+	sel.Values.Release()
+}
+
+func TestArrayRowsKeepTheirOwnReferences(t *testing.T) {
+	c, _ := New(1, Schema{IsArray: true, DType: dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}})
+	defer c.Close()
+	p := payload(t, 1, 2, 3, 4, 5, 6)
+	c.Stage([]uint64{1, 2}, &Delta{Ordinal: 1, Seq: 1, Payload: p, RowOff: []int64{0, 8}, RowLen: []int64{2, 4}})
+	require.NoError(t, c.Seal(1))
+	sel := c.Select([]uint64{1, 2}, nil)
 	s, err := c.Snapshot(sel, describe)
 	require.NoError(t, err)
-	defer s.Buffer.Release()
-	assert.Equal(t, []float32{222, 333, 111}, values(s, sel))
+	require.Len(t, s.Views, 2)
+	assert.Equal(t, int64(2), s.Views[0].Rows)
+	assert.Equal(t, int64(4), s.Views[1].Rows)
+	second := unsafe.Slice((*float32)(unsafe.Add(s.Views[1].Buffer.Data(), s.Views[1].ByteOffset)), 4)
+	assert.Equal(t, []float32{3, 4, 5, 6}, second)
+	s.Release()
 }

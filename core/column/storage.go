@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ovstage-go/ovstage/core/buffer"
+	"github.com/ovstage-go/ovstage/core/status"
 	"github.com/ovstage-go/ovstage/dlpack"
 )
 
@@ -50,6 +51,13 @@ type Storage interface {
 	// Flush returns once every copy issued so far has landed; dst is then ready for readers
 	// and the sources of those copies may be released.
 	Flush(dst buffer.Buffer) error
+	// Import returns a buffer of this placement with b's bytes, taking over b's reference (b
+	// itself when it is already here; b, still owned by the caller, on error). Payloads staged
+	// in host memory by map commits and clones reach device columns this way.
+	Import(b buffer.Buffer) (buffer.Buffer, error)
+	// HostCopy returns a host buffer with b's bytes (one new reference; b itself when it is
+	// host memory). Queries, clones and maps read committed values this way.
+	HostCopy(b buffer.Buffer) (buffer.Buffer, error)
 	// Close releases what the storage holds (not the buffers it made).
 	Close()
 }
@@ -72,6 +80,15 @@ func (hostStorage) Copy(dst, src buffer.Buffer, runs []Run) error {
 }
 
 func (hostStorage) Flush(buffer.Buffer) error { return nil }
+
+func (hostStorage) Import(b buffer.Buffer) (buffer.Buffer, error) {
+	if !b.OnHost() {
+		return b, status.Errorf(status.Internal, "a device payload reached a host column")
+	}
+	return b, nil
+}
+
+func (hostStorage) HostCopy(b buffer.Buffer) (buffer.Buffer, error) { return b.Retain(), nil }
 
 func (hostStorage) Close() {}
 

@@ -68,17 +68,17 @@ func TestSealCopiesThroughStorage(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Host, c.Placement())
 	prims := []uint64{10, 11, 12, 13}
-	c.Stage(1, 1, prims, nil, payload(t, 1, 2, 3, 4))
+	c.Stage(prims, &Delta{Ordinal: 1, Seq: 1, Payload: payload(t, 1, 2, 3, 4)})
 	require.NoError(t, c.Seal(1))
 	assert.Empty(t, rs.copies, "a whole-column delta is swapped in without a copy")
 	assert.Equal(t, 0, rs.flushes)
 
 	// rows 11,12 from payload rows 1,0 (an index map), and 13 alone
-	c.Stage(2, 2, []uint64{11, 12, 13}, []int32{1, 0, 2}, payload(t, 20, 30, 40))
+	c.Stage([]uint64{11, 12, 13}, &Delta{Ordinal: 2, Seq: 2, Src: []int32{1, 0, 2}, Payload: payload(t, 20, 30, 40)})
 	sel := c.Select(prims, nil)
 	snap, err := c.Snapshot(sel, describe) // a reader holds the current version: copy-on-write
 	require.NoError(t, err)
-	rs.watch = snap.Buffer
+	rs.watch = snap.Views[0].Buffer
 	require.NoError(t, c.Seal(2))
 	// copy-on-write copy of the old version, then the delta: dst rows 1,2,3 <- src rows 1,0,2
 	require.Len(t, rs.copies, 2)
@@ -86,14 +86,14 @@ func TestSealCopiesThroughStorage(t *testing.T) {
 	assert.Equal(t, []Run{{Dst: 4, Src: 4, Len: 4}, {Dst: 8, Src: 0, Len: 4}, {Dst: 12, Src: 8, Len: 4}}, rs.copies[1])
 	assert.Equal(t, 1, rs.flushes)
 	assert.Equal(t, []int64{2}, rs.refsSeen, "the replaced version is still referenced by the column at Flush")
-	assert.Equal(t, int64(1), snap.Buffer.Refs(), "and released after it")
+	assert.Equal(t, int64(1), snap.Views[0].Buffer.Refs(), "and released after it")
 	assert.Equal(t, []float32{1, 2, 3, 4}, values(snap, sel), "the reader's version never changes")
-	snap.Buffer.Release()
+	snap.Release()
 
 	snap2, err := c.Snapshot(c.Select(prims, nil), describe)
 	require.NoError(t, err)
 	assert.Equal(t, []float32{1, 30, 20, 40}, values(snap2, c.Select(prims, nil)))
-	snap2.Buffer.Release()
+	snap2.Release()
 
 	c.Close()
 	assert.True(t, rs.closed)
@@ -108,8 +108,10 @@ func TestNewPlacedReportsPlacement(t *testing.T) {
 
 type placedHost struct{ p Placement }
 
-func (h placedHost) Placement() Placement                     { return h.p }
-func (placedHost) New(size int) (buffer.Buffer, error)        { return buffer.New(size) }
-func (placedHost) Copy(dst, src buffer.Buffer, r []Run) error { return hostStorage{}.Copy(dst, src, r) }
-func (placedHost) Flush(buffer.Buffer) error                  { return nil }
-func (placedHost) Close()                                     {}
+func (h placedHost) Placement() Placement                          { return h.p }
+func (placedHost) New(size int) (buffer.Buffer, error)             { return buffer.New(size) }
+func (placedHost) Copy(dst, src buffer.Buffer, r []Run) error      { return hostStorage{}.Copy(dst, src, r) }
+func (placedHost) Flush(buffer.Buffer) error                       { return nil }
+func (placedHost) Close()                                          {}
+func (placedHost) Import(b buffer.Buffer) (buffer.Buffer, error)   { return b, nil }
+func (placedHost) HostCopy(b buffer.Buffer) (buffer.Buffer, error) { return b.Retain(), nil }

@@ -438,29 +438,29 @@ func testColumnStorageSealsOnTheDevice(t *testing.T, fake bool) {
 		return out
 	}
 	prims := []uint64{1, 2, 3}
-	c.Stage(1, 1, prims, nil, upload(1, 2, 3))
+	c.Stage(prims, &column.Delta{Ordinal: 1, Seq: 1, Payload: upload(1, 2, 3)})
 	require.NoError(t, c.Seal(1))
 	sel := c.Select(prims, nil)
 	snap, err := c.Snapshot(sel, func(uint64) string { return "p" })
 	require.NoError(t, err)
-	assert.True(t, IsDeviceBuffer(snap.Buffer))
-	assert.Equal(t, int32(d.Ordinal), snap.Buffer.DeviceID())
-	assert.Equal(t, []float32{1, 2, 3}, download(snap.Buffer, 3))
+	assert.True(t, IsDeviceBuffer(snap.Views[0].Buffer))
+	assert.Equal(t, int32(d.Ordinal), snap.Views[0].Buffer.DeviceID())
+	assert.Equal(t, []float32{1, 2, 3}, download(snap.Views[0].Buffer, 3))
 
 	// a partial write while a reader holds the version: copy-on-write on the device
 	records := FakeStat("records")
-	c.Stage(2, 2, []uint64{3, 1}, []int32{0, 0}, upload(9))
+	c.Stage([]uint64{3, 1}, &column.Delta{Ordinal: 2, Seq: 2, Src: []int32{0, 0}, Payload: upload(9)})
 	require.NoError(t, c.Seal(2))
 	if fake {
 		assert.Equal(t, records+1, FakeStat("records"), "the new version's ready event is recorded")
 	}
 	snap2, err := c.Snapshot(c.Select(prims, nil), func(uint64) string { return "p" })
 	require.NoError(t, err)
-	assert.NotEqual(t, snap.Buffer.Data(), snap2.Buffer.Data())
-	assert.Equal(t, []float32{1, 2, 3}, download(snap.Buffer, 3), "the reader's version is untouched")
-	assert.Equal(t, []float32{9, 2, 9}, download(snap2.Buffer, 3))
-	snap.Buffer.Release()
-	snap2.Buffer.Release()
+	assert.NotEqual(t, snap.Views[0].Buffer.Data(), snap2.Views[0].Buffer.Data())
+	assert.Equal(t, []float32{1, 2, 3}, download(snap.Views[0].Buffer, 3), "the reader's version is untouched")
+	assert.Equal(t, []float32{9, 2, 9}, download(snap2.Views[0].Buffer, 3))
+	snap.Release()
+	snap2.Release()
 	c.Close()
 }
 

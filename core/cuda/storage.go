@@ -3,6 +3,7 @@ package cuda
 import (
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/column"
+	"github.com/ovstage-go/ovstage/core/status"
 )
 
 // ColumnStorage keeps a column's buffers on one device. Its copies are queued on the column's
@@ -45,6 +46,55 @@ func (c *ColumnStorage) Flush(dst buffer.Buffer) error {
 		return err
 	}
 	return c.stream.Sync()
+}
+
+// Import takes over b: a buffer of this device is returned as is; a host buffer is uploaded
+// (and released); anything else is refused (b is returned for the caller to release).
+func (c *ColumnStorage) Import(b buffer.Buffer) (buffer.Buffer, error) {
+	if !b.OnHost() {
+		if !IsDeviceBuffer(b) || int(b.DeviceID()) != c.dev.Ordinal {
+			return b, status.Errorf(status.Internal, "a payload of device %d reached a column on %s", b.DeviceID(), c.dev)
+		}
+		return b, nil
+	}
+	d, err := c.dev.Alloc(b.Size(), false, c.stream)
+	if err != nil {
+		return b, err
+	}
+	if b.Size() > 0 {
+		if err := c.stream.CopyHtoD(uintptr(d.Data()), b.Data(), b.Size()); err != nil {
+			d.Release()
+			return b, err
+		}
+	}
+	if err := c.stream.Sync(); err != nil {
+		d.Release()
+		return b, err
+	}
+	b.Release()
+	return d, nil
+}
+
+// HostCopy downloads b (a buffer of this device) into a new host buffer.
+func (c *ColumnStorage) HostCopy(b buffer.Buffer) (buffer.Buffer, error) {
+	if b.OnHost() {
+		return b.Retain(), nil
+	}
+	h, err := buffer.New(b.Size())
+	if err != nil {
+		return buffer.Buffer{}, err
+	}
+	if b.Size() > 0 {
+		if err := c.stream.CopyDtoH(h.Data(), uintptr(b.Data()), b.Size()); err != nil {
+			h.Release()
+			return buffer.Buffer{}, err
+		}
+	}
+	if err := c.stream.Sync(); err != nil {
+		h.Release()
+		return buffer.Buffer{}, err
+	}
+	return h, nil
 }
 
 // Close destroys the column's stream (queued work still completes).

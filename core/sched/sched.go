@@ -193,7 +193,7 @@ func (p *Pool) execute(op *Op, inputs []*Op, run func() error, cleanup func(), s
 	for _, in := range inputs {
 		if in.err != nil {
 			err = status.Errorf(status.OpFailed, "input produced by op %d failed: %s",
-				in.ID, status.MessageOf(in.err))
+				in.ID, status.Describe(in.err))
 			break
 		}
 	}

@@ -42,11 +42,12 @@ from ._errors import (
     OvstageError,
     OvxError,
 )
-from ._groups import AttributeMeta, ReadGroup
-from ._handles import Query, Read
+from ._groups import AttributeMeta, MapGroup, ReadGroup
+from ._handles import Map, OrdinalQuery, Query, Read
 from ._ops import Operation
 from ._pathdict import PathDictionary, PathList
-from ._stage import OrdinalRange, Stage, library_version
+from ._query import Filter, Predicate, QueryResult
+from ._stage import OrdinalRange, Stage, WriteDesc, library_version
 
 try:
     from ._version import __version__
@@ -66,24 +67,31 @@ __all__ = [
     "DLDeviceType",
     "DLTensor",
     "ErrorCode",
+    "Filter",
     "FilterOp",
     "HierarchyComputationModel",
     "HierarchyRelation",
     "LogSeverity",
     "ManagedDLTensor",
+    "Map",
+    "MapGroup",
     "Operation",
+    "OrdinalQuery",
     "OrdinalRange",
     "OvstageError",
     "OvxError",
     "PathDictionary",
     "PathList",
     "PopulationDomain",
+    "Predicate",
     "PrimMode",
     "Query",
+    "QueryResult",
     "Read",
     "ReadGroup",
     "Scope",
     "Stage",
+    "WriteDesc",
     "__version__",
     "dltensor_to_numpy",
     "library_version",

@@ -9,11 +9,12 @@ from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError
 from ._warn import warn_unreleased
 
 if TYPE_CHECKING:
-    from ._groups import ReadGroup
+    from ._groups import MapGroup, ReadGroup
     from ._ops import Operation
+    from ._query import QueryResult
     from ._stage import Stage
 
-__all__ = ["Query", "Read"]
+__all__ = ["Map", "OrdinalQuery", "Query", "Read"]
 
 
 class _Handle:
@@ -82,9 +83,13 @@ class _Handle:
 
 
 class Query(_Handle):
-    """A query handle (from ``Stage.query_from_path_list``)."""
+    """A query handle (from ``Stage.query`` or ``Stage.query_from_path_list``)."""
 
     _kind = "Query"
+
+    def result(self, timeout: int = TIMEOUT_INFINITE) -> QueryResult:
+        """The query's result (waits for it)."""
+        return self._stage.fetch_query_result(self, timeout)
 
     def release(self) -> Operation:
         """Enqueue the release of the query."""
@@ -111,3 +116,55 @@ class Read(_Handle):
     def release(self) -> Operation:
         """Enqueue the release of the read handle (fetched groups stay valid)."""
         return self._stage.release_read(self)
+
+
+class OrdinalQuery(_Handle):
+    """An ordinal query (write floor or retention frontier): ``fetch()`` its value."""
+
+    _kind = "OrdinalQuery"
+
+    def fetch(self, timeout: int = TIMEOUT_INFINITE) -> int:
+        """The ordinal, once computed (TIMEOUT raises OvstageError)."""
+        self._check()
+        return self._stage.fetch_ordinal(self, timeout)
+
+    def release(self) -> Operation:
+        """Enqueue the release of the ordinal query."""
+        return self._stage.release_ordinal_query(self)
+
+
+class Map(_Handle):
+    """A map session: fill each group's buffers, then commit with ``unmap_group`` or
+    ``unmap()`` (leaving a ``with`` block unmaps: it always commits, there is no rollback)."""
+
+    _kind = "Map"
+
+    def __init__(self, stage: Stage, handle: int, op: Operation | None) -> None:
+        super().__init__(stage, handle, op)
+        self._groups: list[MapGroup] = []
+
+    def fetch_next(self, timeout: int = TIMEOUT_INFINITE) -> MapGroup | None:
+        """The next group, or None after the last."""
+        return self._stage.fetch_map_next(self, timeout)
+
+    def groups(self, timeout: int = TIMEOUT_INFINITE) -> Iterator[MapGroup]:
+        """Yield the session's groups."""
+        while True:
+            group = self.fetch_next(timeout)
+            if group is None:
+                return
+            yield group
+
+    def unmap_group(
+        self, group: MapGroup, cuda_event: int | None = None, cuda_stream: int | None = None
+    ) -> Operation:
+        """Enqueue the commit of one group."""
+        return self._stage.unmap_group(self, group, cuda_event, cuda_stream)
+
+    def unmap(self, cuda_event: int | None = None, cuda_stream: int | None = None) -> Operation:
+        """Enqueue the commit of every remaining group and end the session."""
+        return self._stage.unmap_attribute(self, cuda_event, cuda_stream)
+
+    def release(self) -> Operation:
+        """Same as ``unmap()``."""
+        return self.unmap()
