@@ -403,3 +403,111 @@ def test_export_outlives_group_and_stage_and_frees_on_any_thread(fake) -> None:
     worker.start()
     worker.join()
     assert fake.stat("free") == frees + 1
+
+
+# ---------------------------------------------------------------- other write/read paths
+
+
+def test_ragged_rows_on_the_device(stage, query, fake) -> None:
+    rows = [
+        np.array([1, 2], np.float32),
+        np.array([3], np.float32),
+        np.array([4, 5, 6], np.float32),
+    ]
+    sources = [CudaArray(fake, r) for r in rows]
+    try:
+        fake.trace()
+        stage.write_attribute(query, "t", 1, sources, is_array=True).wait()
+        assert "htod" not in fake.trace()
+        stage.advance_write_floor(1).wait()
+        with latest_group(stage, query, 1) as group:
+            assert group.is_array and group.tensor_count == 3
+            for i, expected in enumerate(rows):
+                tensor = group.tensor(i)
+                assert (tensor.device.device_type, tensor.device.device_id) == (CUDA, 0)
+                assert read_device(tensor.data, np.float32, len(expected)) == expected.tolist()
+            with pytest.raises(NotImplementedError):
+                group.array(1)
+    finally:
+        for s in sources:
+            s.close()
+
+
+def test_batch_entries_are_placed_by_their_sources(stage, query, fake) -> None:
+    src = CudaArray(fake, np.array([1, 2, 3], np.float32), device=1)
+    try:
+        stage.write_attributes(
+            query,
+            [
+                ovstage.WriteDesc("t", src, False),
+                ovstage.WriteDesc("h", np.array([4, 5, 6], np.float32), False),
+            ],
+            1,
+        ).wait()
+        expect_error(
+            stage.write_attributes(query, [ovstage.WriteDesc("t", src, False, cuda_stream=1)], 2),
+            ErrorCode.NOT_SUPPORTED,
+            "cuda_stream: CUDA synchronization is not supported for write_attributes batches",
+        )
+        stage.advance_write_floor(1).wait()
+        with latest_group(stage, query, 1) as group:
+            assert group.tensor(0).device.device_id == 1
+            assert group.tensor(0).device.device_type == CUDA
+        with stage.read_attributes(query, ["h"], ovstage.OrdinalRange.latest(1)) as read:
+            host = read.fetch_next()
+            assert host is not None
+            with host:
+                assert host.array().tolist() == [4.0, 5.0, 6.0]
+    finally:
+        src.close()
+
+
+def test_maps_of_a_device_column_stage_in_host_memory(stage, query, fake) -> None:
+    src = CudaArray(fake, np.array([1, 2, 3], np.float32))
+    try:
+        stage.write_attribute(query, "t", 1, src, is_array=False).wait()
+        stage.advance_write_floor(1).wait()
+        with stage.map_attribute(query, "t", 2) as mapped:
+            groups = list(mapped.groups())
+            assert len(groups) == 1
+            values = groups[0].array(0)  # host memory, prefilled from the device
+            assert values.tolist() == [1.0, 2.0, 3.0]
+            values[:] = [7, 8, 9]
+        stage.advance_write_floor(2).wait()
+        with latest_group(stage, query, 2) as group:
+            tensor = group.tensor(0)
+            assert tensor.device.device_type == CUDA, "the commit was uploaded to the column"
+            assert read_device(tensor.data, np.float32, 3) == [7.0, 8.0, 9.0]
+        with stage.map_attribute(query, "t", 3) as mapped:
+            group = next(iter(mapped.groups()))
+            expect_error(
+                mapped.unmap_group(group, cuda_event=5),
+                ErrorCode.NOT_SUPPORTED,
+                "cuda_event: CUDA synchronization is not supported for unmaps",
+            )
+    finally:
+        src.close()
+
+
+def test_clone_and_value_filters_read_device_columns(stage, query, fake) -> None:
+    src = CudaArray(fake, np.array([1, 2, 3], np.float32))
+    try:
+        stage.write_attribute(query, "t", 1, src, is_array=False).wait()
+        stage.advance_write_floor(1).wait()
+        stage.clone("/B", ["/D"], 2)
+        stage.advance_write_floor(2).wait()
+        d = ovstage.PathDictionary(stage)
+        with (
+            d.create_path_list_from_strings(["/D"]) as plist,
+            stage.query_from_path_list(plist) as cloned,
+            latest_group(stage, cloned, 2) as group,
+        ):
+            tensor = group.tensor(0)
+            assert tensor.device.device_type == CUDA
+            row = group.data_row_index(0) if group.has_data_index_map else 0
+            assert read_device(tensor.data + 4 * row, np.float32, 1) == [2.0]
+        flt = ovstage.Filter([ovstage.Predicate("t", ovstage.FilterOp.GT, ["1.5"])])
+        with stage.query(flt) as matched:
+            assert matched.result().total_prim_count == 3  # /B, /C and the clone /D
+    finally:
+        src.close()
