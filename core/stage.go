@@ -82,6 +82,7 @@ func NewStage(name string, cfg Config) *Stage {
 		queries: map[uint64]*Query{}, reads: map[uint64]*Read{}, groups: map[uint64]*Group{},
 		ordinalQueries: map[uint64]*OrdinalQuery{}, maps: map[uint64]*Map{},
 	}
+	s.onCreated()
 	stagesMu.Lock()
 	stages[s.ID] = s
 	stagesMu.Unlock()
@@ -116,6 +117,7 @@ func (s *Stage) Destroy() {
 	s.destroyed = true
 	s.mu.Unlock()
 	s.pool.Drain()
+	s.onDestroyed()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, g := range s.groups {

@@ -62,6 +62,10 @@ type Storage interface {
 	Close()
 }
 
+// HostCopy returns a host buffer with the bytes of b, a buffer of this column (b itself, with
+// a new reference, on the host): CPU-side consumers of GPU columns read through it.
+func (c *Column) HostCopy(b buffer.Buffer) (buffer.Buffer, error) { return c.store.HostCopy(b) }
+
 type hostStorage struct{}
 
 // HostStorage is the storage of host columns: C buffers and memmove.

@@ -134,6 +134,8 @@ func (op *Op) finish(err error) {
 type Pool struct {
 	sem chan struct{}
 	wg  sync.WaitGroup
+	// OnFailure, when set before the first Submit, is told of every op that fails.
+	OnFailure func(id uint64, err error)
 }
 
 // NewPool makes a pool of workers (<= 0 means GOMAXPROCS).
@@ -211,6 +213,9 @@ func (p *Pool) execute(op *Op, inputs []*Op, run func() error, cleanup func(), s
 		if cerr := SafeRun(func() error { cleanup(); return nil }); cerr != nil && err == nil {
 			err = cerr
 		}
+	}
+	if err != nil && p.OnFailure != nil {
+		p.OnFailure(op.ID, err)
 	}
 	op.finish(err)
 }

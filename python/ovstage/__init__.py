@@ -7,6 +7,11 @@ returns an :class:`Operation` at once.
 
 from __future__ import annotations
 
+# Imports written ``X as X`` (hierarchy, logging, the USD submodules) are public re-exports
+# that ``__all__`` does not list yet.
+from . import instancing as instancing
+from . import population as population
+
 # GPU extensions of ovstage-go: importable, but not in __all__ (which lists the reference API).
 from ._cuda import cuda_available as cuda_available
 from ._cuda import cuda_device_count as cuda_device_count
@@ -44,6 +49,12 @@ from ._errors import (
 )
 from ._groups import AttributeMeta, MapGroup, ReadGroup
 from ._handles import Map, OrdinalQuery, Query, Read
+from ._hierarchy import Hierarchy as Hierarchy
+from ._hierarchy import HierarchyComputationModelDesc as HierarchyComputationModelDesc
+from ._hierarchy import HierarchyItem as HierarchyItem
+from ._hierarchy import HierarchyResult as HierarchyResult
+from ._logging import flush_log as flush_log
+from ._logging import set_log_callback as set_log_callback
 from ._ops import Operation
 from ._pathdict import PathDictionary, PathList
 from ._query import Filter, Predicate, QueryResult

@@ -11,7 +11,7 @@ from ._dlpack import DLDeviceType, DLTensor, ManagedDLTensor
 from ._errors import ErrorCode, OvstageError
 from ._guards import as_bool_flag
 from ._lib import exporter
-from ._warn import warn_unreleased
+from ._warn import warn_finalized
 
 if TYPE_CHECKING:
     from ._stage import Stage
@@ -261,10 +261,11 @@ class ReadGroup(_GroupBase):
         if self._released or self._stage is None or self._stage._destroyed:
             return
         try:
+            group_id = int(self.raw.read_group_id)  # read before release frees the struct
             self.release()
         except Exception:
             return
-        warn_unreleased("ReadGroup was not released; released by its finalizer")
+        warn_finalized("ReadGroup", group_id)
 
     # -- fields ---------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError
-from ._warn import warn_unreleased
+from ._warn import warn_finalized
 
 if TYPE_CHECKING:
     from ._groups import MapGroup, ReadGroup
@@ -79,7 +79,7 @@ class _Handle:
             self.release()
         except Exception:
             return
-        warn_unreleased(f"{self._kind} {self.handle} was not released; released by its finalizer")
+        warn_finalized(self._kind, self.handle)
 
 
 class Query(_Handle):

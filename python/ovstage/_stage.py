@@ -29,6 +29,7 @@ from ._guards import (
     as_uint64,
 )
 from ._handles import Map, OrdinalQuery, Query, Read
+from ._hierarchy import _HierarchyMixin
 from ._lib import call, native
 from ._ops import Operation
 from ._query import Filter, Predicate, QueryResult
@@ -115,7 +116,7 @@ def _uint_words(values: Any, name: str, dtype: type, bits: int) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=dtype)
 
 
-class Stage:
+class Stage(_HierarchyMixin):
     """One stage (instance): its prims, attribute columns, floors, ops and handles.
 
     Every mutating or data-producing method is an asynchronous enqueue returning an

@@ -511,3 +511,35 @@ def test_clone_and_value_filters_read_device_columns(stage, query, fake) -> None
             assert matched.result().total_prim_count == 3  # /B, /C and the clone /D
     finally:
         src.close()
+
+
+def test_compute_hierarchy_over_device_columns(fake) -> None:
+    """The CPU hierarchy model reads GPU transforms through a host copy and its world-matrix
+    output is uploaded into the GPU column when sealed."""
+    xform, world = "omni:xform", "omni:fabric:worldMatrix"
+    prims = ["/W", "/W/A"]
+    local = np.eye(4)
+    local[3, :3] = (1, 2, 3)
+    with ovstage.Stage("hier") as stage:
+        d = ovstage.PathDictionary(stage)
+        with (
+            d.create_path_list_from_strings(prims) as plist,
+            stage.query_from_path_list(plist) as query,
+        ):
+            data = np.stack([local.reshape(16), local.reshape(16)])
+            stage.write_attribute(query, xform, 1, data, is_array=False, device="cuda:0").wait()
+            stage.write_attribute(
+                query, world, 1, np.zeros((2, 16)), is_array=False, device="cuda:0"
+            ).wait()
+            stage.advance_write_floor(1).wait()
+            stage.compute_hierarchy(1, 2)
+            stage.advance_write_floor(2).wait()
+            with stage.read_attributes(query, [world], ovstage.OrdinalRange.latest(2)) as read:
+                group = read.fetch_next()
+                assert group is not None
+                with group:
+                    tensor = group.tensor(0)
+                    assert tensor.device.device_type == CUDA
+                    got = np.array(read_device(tensor.data, np.float64, 32)).reshape(2, 4, 4)
+    np.testing.assert_array_equal(got[0][3, :3], [1, 2, 3])
+    np.testing.assert_array_equal(got[1][3, :3], [2, 4, 6], "child world = local @ parent world")

@@ -374,7 +374,7 @@ def test_stage_level_calls_accept_raw_handles(stage, abc) -> None:
 def test_a_dropped_map_is_committed_by_its_finalizer_then_warns(stage, abc) -> None:
     mapped = stage.map_attribute(abc, "mass", 2)
     mapped.fetch_next().array(0)[:] = [-7, -8, -9]
-    with pytest.warns(ResourceWarning, match="not released"):
+    with pytest.warns(ResourceWarning, match="garbage-collected unreleased"):
         del mapped
         gc.collect()
     stage.advance_write_floor(2).wait()
