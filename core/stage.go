@@ -59,8 +59,11 @@ type Stage struct {
 	groups         map[uint64]*Group
 	ordinalQueries map[uint64]*OrdinalQuery
 	// toStart holds ops enqueued under s.mu; unlockAndStart submits them once the lock is
-	// released, because a ready op may run inline and take s.mu itself.
-	toStart []func()
+	// released, because a ready op may run inline and take s.mu itself (see enqueue.go).
+	toStart    []startItem
+	toStartBuf [2]startItem
+	// closing is closed when Destroy begins: ops held by a test gate give up.
+	closing chan struct{}
 }
 
 // Config holds per-stage settings.
@@ -79,8 +82,9 @@ func NewStage(name string, cfg Config) *Stage {
 		columns: map[uint64][]*column.Column{},
 		floors:  newFloors(), requested: newFloors(),
 		queries: map[uint64]*Query{}, reads: map[uint64]*Read{}, groups: map[uint64]*Group{},
-		ordinalQueries: map[uint64]*OrdinalQuery{},
+		ordinalQueries: map[uint64]*OrdinalQuery{}, closing: make(chan struct{}),
 	}
+	s.toStart = s.toStartBuf[:0]
 	stagesMu.Lock()
 	stages[s.ID] = s
 	stagesMu.Unlock()
@@ -113,6 +117,7 @@ func (s *Stage) Destroy() {
 		return
 	}
 	s.destroyed = true
+	close(s.closing)
 	s.mu.Unlock()
 	s.pool.Drain()
 	s.mu.Lock()
@@ -140,71 +145,6 @@ func (s *Stage) checkLiveLocked() error {
 		return status.Errorf(status.InvalidHandle, "stage %d was destroyed", s.ID)
 	}
 	return nil
-}
-
-// opSpec describes an op to enqueue.
-type opSpec struct {
-	deps     []*sched.Op
-	inputs   []*sched.Op
-	mutation bool   // ordinal-keyed mutation (write, delete, ...)
-	ordinal  uint64 // for mutations
-	advance  bool   // floor advance
-	run      func(op *sched.Op) error
-}
-
-// enqueueLocked registers and submits an op. s.mu must be held.
-func (s *Stage) enqueueLocked(spec opSpec) *sched.Op {
-	s.nextOp++
-	id := s.nextOp
-	deps := spec.deps
-	if spec.mutation {
-		if tail := s.sameOrdinalTail[spec.ordinal]; tail != nil {
-			deps = append(deps, tail)
-		}
-	}
-	op := sched.NewOp(id, deps, spec.inputs)
-	s.ops[id] = op
-	if spec.mutation {
-		s.sameOrdinalTail[spec.ordinal] = op
-		s.pendingMutations[op] = spec.ordinal
-	}
-	if spec.advance {
-		s.pendingAdvances[op] = struct{}{}
-	}
-	run := func() error { return spec.run(op) }
-	cleanup := func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if spec.mutation {
-			delete(s.pendingMutations, op)
-			if s.sameOrdinalTail[spec.ordinal] == op {
-				delete(s.sameOrdinalTail, spec.ordinal)
-			}
-		}
-		if spec.advance {
-			delete(s.pendingAdvances, op)
-		}
-	}
-	s.toStart = append(s.toStart, func() { s.pool.Submit(op, run, cleanup) })
-	return op
-}
-
-// unlockAndStart releases s.mu and submits the ops enqueued while it was held.
-func (s *Stage) unlockAndStart() {
-	start := s.toStart
-	s.toStart = nil
-	s.mu.Unlock()
-	for _, fn := range start {
-		fn()
-	}
-}
-
-// registerDoneLocked records an op that already completed on the caller's thread.
-func (s *Stage) registerDoneLocked() *sched.Op {
-	s.nextOp++
-	op := sched.Immediate(s.nextOp, nil)
-	s.ops[op.ID] = op
-	return op
 }
 
 func (s *Stage) pendingAdvancesLocked() []*sched.Op {
