@@ -48,7 +48,6 @@ type key struct {
 	hasSealed bool   // a sealed version (value or tombstone) exists
 	deleted   bool   // the sealed version is a tombstone
 	sealedOrd uint64 // ordinal of the sealed version
-	latestOrd uint64 // ordinal of the latest change, sealed or not
 }
 
 // visible: latest reads return the key (its sealed version is a value).
@@ -143,12 +142,22 @@ func (c *Column) Stage(prims []uint64, d *Delta) bool {
 		d.Rows = c.lookupRows(prims)
 		c.lastPrims, c.lastRows, c.lastGen = prims, d.Rows, c.layout
 	}
-	for _, r := range d.Rows {
-		c.keys[r].latestOrd = max(c.keys[r].latestOrd, d.Ordinal)
-	}
 	c.insertPending(d)
 	c.addRecord(record{ordinal: d.Ordinal, seq: d.Seq, rows: d.Rows, tombstone: d.Tombstone})
 	return c.layout != gen
+}
+
+// latestPendingLocked is the ordinal of row r's latest unsealed change (0 if none). Only error
+// messages need it, so it is searched for rather than maintained per write.
+func (c *Column) latestPendingLocked(r int32) uint64 {
+	for i := len(c.pending) - 1; i >= 0; i-- {
+		for _, x := range c.pending[i].Rows {
+			if x == r {
+				return c.pending[i].Ordinal
+			}
+		}
+	}
+	return 0
 }
 
 func (c *Column) existingRows(prims []uint64) []int32 {
@@ -235,7 +244,9 @@ func (c *Column) pruneRecords(floor uint64) {
 	// Records are exact from the next retained ordinal on; a coalesced key keeps its latest
 	// state (the sealed version) but loses older membership.
 	c.frontier = max(c.frontier, c.records[n-1].ordinal+1)
-	c.records = append([]record(nil), c.records[n:]...)
+	kept := copy(c.records, c.records[n:])
+	clear(c.records[kept:])
+	c.records = c.records[:kept]
 }
 
 // Seal folds every pending delta at or below floor, in (ordinal, seq) order.

@@ -99,7 +99,7 @@ func (c *Column) snapshotRowsLocked(rows []int32, identity, knownSealed bool, se
 			if !c.keys[r].hasSealed {
 				return Snapshot{}, status.Errorf(status.WriteFloorViolation,
 					"%s has no sealed value yet (its latest change, at ordinal %d, is above the write floor); advance the write floor first",
-					describe(c.prims[r]), c.keys[r].latestOrd)
+					describe(c.prims[r]), c.latestPendingLocked(r))
 			}
 		}
 		if sealedOK != nil {
