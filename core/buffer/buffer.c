@@ -82,7 +82,7 @@ static void cache_put(void* data, size_t bytes) {
 // allocator returns that memory to the kernel and faults it in again on the next writes.
 #define SMALL_CACHE_MIN ((size_t)4 << 10)
 #define SMALL_SIZES 16
-#define SMALL_DEPTH 512
+#define SMALL_DEPTH 4096
 #define SMALL_LIMIT ((size_t)64 << 20)
 
 static struct {
@@ -110,8 +110,6 @@ static void* small_take(size_t bytes) {
 }
 
 static void small_put(void* block, size_t bytes) {
-	void* evicted[SMALL_DEPTH];
-	int ne = 0;
 	int kept = 0;
 	pthread_mutex_lock(&cache_mu);
 	int slot = -1, lru = 0;
@@ -123,9 +121,9 @@ static void small_put(void* block, size_t bytes) {
 		if (small_cache[i].used < small_cache[lru].used) lru = i;
 	}
 	if (slot < 0) {
-		// Reuse the least recently used size's slot.
+		// Reuse the least recently used size's slot (its blocks are freed).
 		slot = lru;
-		for (int k = 0; k < small_cache[slot].n; k++) evicted[ne++] = small_cache[slot].blocks[k];
+		for (int k = 0; k < small_cache[slot].n; k++) free(small_cache[slot].blocks[k]);
 		small_bytes -= (size_t)small_cache[slot].n * small_cache[slot].bytes;
 		small_cache[slot].n = 0;
 		small_cache[slot].bytes = bytes;
@@ -137,7 +135,6 @@ static void small_put(void* block, size_t bytes) {
 		kept = 1;
 	}
 	pthread_mutex_unlock(&cache_mu);
-	for (int k = 0; k < ne; k++) free(evicted[k]);
 	if (!kept) free(block);
 }
 

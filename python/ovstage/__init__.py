@@ -7,6 +7,8 @@ returns an :class:`Operation` at once.
 
 from __future__ import annotations
 
+from . import gates  # noqa: F401  (test hooks: importable as ovstage.gates, not in __all__)
+from ._config import StageConfig
 from ._dlpack import (
     DLDataType,
     DLDataTypeCode,
@@ -80,6 +82,7 @@ __all__ = [
     "ReadGroup",
     "Scope",
     "Stage",
+    "StageConfig",
     "WriteDesc",
     "__version__",
     "dltensor_to_numpy",
