@@ -4,6 +4,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/sched"
 	"github.com/ovstage-go/ovstage/dlpack"
 )
@@ -33,32 +34,44 @@ func deferCopy(tensors []dlpack.Tensor, size int64) bool {
 	return true
 }
 
+// memcpyMin is the copy size from which the C library's memcpy is used (see buffer.Copy).
+const memcpyMin = 256 << 10
+
 // copyTensor copies t compactly into dst; a large compact copy is split across worker slots
 // of pool that are free (never more than the pool's size, so Workers=1 copies on one thread).
 func copyTensor(dst []byte, t dlpack.Tensor, pool *sched.Pool) error {
-	if pool == nil || len(dst) < parallelCopyMin || !t.Compact() || int64(len(dst)) != t.ByteSize() {
+	if len(dst) < memcpyMin || !t.Compact() || int64(len(dst)) != t.ByteSize() {
 		return t.CopyCompact(dst)
 	}
-	helpers := pool.TryAcquire(min(pool.Workers(), len(dst)/(parallelCopyMin/2)) - 1)
+	src := unsafe.Slice((*byte)(t.Data), len(dst))
+	helpers := 0
+	if pool != nil && len(dst) >= parallelCopyMin {
+		helpers = pool.TryAcquire(min(pool.Workers(), len(dst)/(parallelCopyMin/2)) - 1)
+	}
 	if helpers <= 0 {
-		return t.CopyCompact(dst)
+		buffer.Copy(unsafe.Pointer(&dst[0]), unsafe.Pointer(&src[0]), len(dst))
+		return nil
 	}
 	defer pool.Release(helpers)
-	src := unsafe.Slice((*byte)(t.Data), len(dst))
 	parts := helpers + 1
 	chunk := (len(dst) + parts - 1) / parts
 	chunk = (chunk + 4095) &^ 4095
-	var wg sync.WaitGroup
-	for i := 1; i < parts; i++ {
+	part := func(i int) {
 		lo := min(i*chunk, len(dst))
 		hi := min(lo+chunk, len(dst))
+		if lo < hi {
+			buffer.Copy(unsafe.Pointer(&dst[lo]), unsafe.Pointer(&src[lo]), hi-lo)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := 1; i < parts; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			copy(dst[lo:hi], src[lo:hi])
+			part(i)
 		}()
 	}
-	copy(dst[:min(chunk, len(dst))], src[:min(chunk, len(dst))])
+	part(0)
 	wg.Wait()
 	return nil
 }

@@ -9,6 +9,7 @@ package buffer
 ovs_buffer* ovs_buffer_new(size_t size);
 ovs_buffer* ovs_buffer_new_uninit(size_t size);
 void ovs_buffer_trim(void);
+void ovs_copy(void* dst, const void* src, size_t n);
 int64_t ovs_buffer_cached_bytes(void);
 int64_t ovs_buffer_live_count(void);
 int64_t ovs_buffer_live_bytes(void);
@@ -50,6 +51,14 @@ func NewUninit(size int) (Buffer, error) {
 		return Buffer{}, status.Errorf(status.OutOfMemory, "cannot allocate %d bytes", size)
 	}
 	return Buffer{b: b}, nil
+}
+
+// Copy copies n bytes from src to dst (non-overlapping) with the C library's memcpy, which
+// streams large copies past the cache; for small ones Go's copy is cheaper (no cgo call).
+func Copy(dst, src unsafe.Pointer, n int) {
+	if n > 0 {
+		C.ovs_copy(dst, src, C.size_t(n))
+	}
 }
 
 // Trim frees the memory of released large buffers kept for reuse.
