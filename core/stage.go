@@ -47,9 +47,8 @@ type Stage struct {
 	pendingMutations map[*sched.Op]uint64
 	// pendingAdvances are unfinished floor advances (later reads wait for them).
 	pendingAdvances map[*sched.Op]struct{}
-	// prims holds every prim that exists (committed state); children indexes them by parent.
-	prims    map[uint64]struct{}
-	children map[uint64]map[uint64]struct{}
+	// prims holds every prim that exists (committed state), with a parent index on demand.
+	prims primSet
 	// columns: every column of each attribute name (one per storage schema, usually one).
 	columns        map[uint64][]*column.Column
 	floors         floors // applied floors
@@ -78,7 +77,6 @@ func NewStage(name string, cfg Config) *Stage {
 		ID: newHandle(), Name: name, dict: pathdict.Global(), pool: sched.NewPool(cfg.Workers),
 		ops: map[uint64]*sched.Op{}, sameOrdinalTail: map[uint64]*sched.Op{},
 		pendingMutations: map[*sched.Op]uint64{}, pendingAdvances: map[*sched.Op]struct{}{},
-		prims: map[uint64]struct{}{}, children: map[uint64]map[uint64]struct{}{},
 		columns: map[uint64][]*column.Column{},
 		floors:  newFloors(), requested: newFloors(),
 		queries: map[uint64]*Query{}, reads: map[uint64]*Read{}, groups: map[uint64]*Group{},
@@ -229,35 +227,17 @@ func (s *Stage) Diagnostics() Diagnostics {
 		Groups: len(s.groups), Columns: n}
 }
 
-// addPrimsLocked records prims as existing (and in their parents' child sets).
+// addPrimsLocked records prims as existing.
 func (s *Stage) addPrimsLocked(prims []uint64) {
 	for _, p := range prims {
-		if _, ok := s.prims[p]; ok {
-			continue
-		}
-		s.prims[p] = struct{}{}
-		parent := s.dict.Parent(p)
-		kids := s.children[parent]
-		if kids == nil {
-			kids = map[uint64]struct{}{}
-			s.children[parent] = kids
-		}
-		kids[p] = struct{}{}
+		s.prims.add(p, s.dict.Parent)
 	}
 }
 
 // removePrimsLocked forgets prims (whole-prim delete).
 func (s *Stage) removePrimsLocked(prims []uint64) {
 	for _, p := range prims {
-		if _, ok := s.prims[p]; !ok {
-			continue
-		}
-		delete(s.prims, p)
-		parent := s.dict.Parent(p)
-		delete(s.children[parent], p)
-		if len(s.children[parent]) == 0 {
-			delete(s.children, parent)
-		}
+		s.prims.remove(p, s.dict.Parent)
 	}
 }
 

@@ -326,7 +326,7 @@ func (s *Stage) checkInsertLocked(w *preparedWrite, targets []uint64) error {
 		return nil
 	}
 	for _, p := range targets {
-		if _, ok := s.prims[p]; ok {
+		if s.prims.has(p) {
 			return status.Errorf(status.PrimNotFound, "INSERT: prim %s already exists (INSERT only creates prims); nothing was written", s.pathName(p))
 		}
 	}

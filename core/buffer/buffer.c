@@ -13,15 +13,15 @@ static void account(int64_t buffers, int64_t bytes) {
 }
 
 // Buffers below LARGE_MIN live in one 64-byte aligned block: the header, padded to 64 bytes,
-// then the payload. Larger ones get 2 MiB aligned memory of their own (not huge-page advised:
+// then the payload. Larger ones get page-aligned memory of their own (not huge-page advised:
 // on a fragmented host the kernel's compaction made first touches several times slower),
 // rounded up to LARGE_ALIGN, and go back to a small cache when freed: a producer writing a
 // large column every frame then copies into warm memory instead of faulting in fresh pages
 // (page faults cost several times the copy itself).
 #define HEADER_BYTES 64
 #define LARGE_MIN ((size_t)1 << 20)
-#define LARGE_ALIGN ((size_t)2 << 20)
-#define CACHE_SLOTS 8
+#define LARGE_ALIGN ((size_t)4 << 10)
+#define CACHE_SLOTS 64
 #define CACHE_LIMIT ((size_t)1 << 30)
 
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;

@@ -60,7 +60,7 @@ func TestLargeBuffersAreReusedWarmAndZeroedOnRequest(t *testing.T) {
 	copy(a.Bytes(), bytes.Repeat([]byte{0xAB}, size))
 	addr := a.Data()
 	a.Release()
-	assert.Equal(t, int64(4<<20), CachedBytes(), "rounded up to 2 MiB and kept")
+	assert.Equal(t, int64(3<<20+4096), CachedBytes(), "rounded up to a page and kept")
 
 	b, err := NewUninit(size)
 	require.NoError(t, err)
@@ -78,7 +78,7 @@ func TestLargeBuffersAreReusedWarmAndZeroedOnRequest(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, addr, other.Data(), "a different size does not take the cached buffer")
 	other.Release()
-	assert.Equal(t, int64(12<<20), CachedBytes())
+	assert.Equal(t, int64(3<<20+4096+8<<20), CachedBytes())
 	Trim()
 	assert.Zero(t, CachedBytes())
 }
@@ -86,18 +86,17 @@ func TestLargeBuffersAreReusedWarmAndZeroedOnRequest(t *testing.T) {
 func TestCacheIsBounded(t *testing.T) {
 	Trim()
 	var bufs []Buffer
-	for i := 0; i < 12; i++ {
-		b, err := NewUninit((i + 1) << 21)
+	for i := 0; i < 70; i++ {
+		b, err := NewUninit(2 << 20)
 		require.NoError(t, err)
 		bufs = append(bufs, b)
 	}
 	for _, b := range bufs {
 		b.Release()
 	}
-	assert.LessOrEqual(t, CachedBytes(), int64(1<<30))
-	// Only the 8 newest (largest here) stay: sizes 5..12 x 2 MiB.
-	assert.Equal(t, int64((5+6+7+8+9+10+11+12)<<21), CachedBytes())
+	assert.Equal(t, int64(64*(2<<20)), CachedBytes(), "at most 64 large buffers are kept")
 	Trim()
+	assert.Zero(t, CachedBytes())
 }
 
 func TestSmallBuffersFromFourKiBAreRecycled(t *testing.T) {

@@ -122,6 +122,7 @@ class Stage:
         # Sources of pending writes whose copy happens in the op (large payloads), by op id:
         # kept alive until the op is known complete, whatever happens to its Operation.
         self._holds: dict[int, Any] = {}
+        self._prune_at = 8
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name must be a str or None, got {type(name).__name__}")
         if config is not None and not isinstance(config, StageConfig):
@@ -226,8 +227,10 @@ class Stage:
 
     def _hold(self, op_id: int, source: Any) -> None:
         """Keep ``source`` alive until op ``op_id`` completes (its copy happens in the op)."""
-        if len(self._holds) >= 8:
+        if len(self._holds) >= self._prune_at:
             self._prune_holds()
+            # Amortized: the next prune waits until the table has doubled.
+            self._prune_at = max(8, 2 * len(self._holds))
         self._holds[op_id] = source
 
     def _prune_holds(self) -> None:

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import ovstage
 from ovstage import OrdinalRange, StageConfig
+from ovstage._lib import native
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -250,13 +251,19 @@ def memory_child(prims: int) -> None:
     stage = ovstage.Stage("bench-memory")
     query = make_query(stage, prims, "World")
     sources = [np.full(prims, a, dtype=np.float32) for a in range(3)]
-    gc.collect()
-    before = rss_bytes()
+
+    def settled_rss() -> int:
+        # Collect garbage on both sides and return free pages to the OS (Go keeps freed heap
+        # pages mapped until its scavenger runs), so the difference is retained memory only.
+        gc.collect()
+        native.ReleaseMemory()
+        return rss_bytes()
+
+    before = settled_rss()
     for a, src in enumerate(sources):
         stage.write_attribute(query, f"a{a}", 1, src, is_array=False).wait()
     stage.advance_write_floor(1).wait()
-    gc.collect()
-    after = rss_bytes()
+    after = settled_rss()
     print(after - before, sum(s.nbytes for s in sources))
     query.release().wait()
     stage.destroy()
