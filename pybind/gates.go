@@ -1,11 +1,9 @@
 package pybind
 
 import (
-	"runtime/debug"
 	"time"
 
 	"github.com/ovstage-go/ovstage/core"
-	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/status"
 )
 
@@ -65,16 +63,5 @@ func GateWaitUntilEntered(name string, n int, timeoutNs uint64) (bool, error) {
 			d = time.Duration(min(timeoutNs, uint64(1<<62)))
 		}
 		return g.WaitUntilEntered(n, d), nil
-	})
-}
-
-// ReleaseMemory returns freed memory to the operating system: it runs a Go garbage collection,
-// returns free heap pages (debug.FreeOSMemory) and frees the recycled-buffer cache. For
-// measurements (RSS) and for callers that just dropped a large stage.
-func ReleaseMemory() (bool, error) {
-	return call(func() (bool, error) {
-		buffer.Trim()
-		debug.FreeOSMemory()
-		return true, nil
 	})
 }
