@@ -140,7 +140,7 @@ def write(
     The caller has checked: ``array`` is exactly an ``ndarray``, ``ordinal`` an in-range
     ``int``, the stage is live, and every optional argument has its default.
     """
-    if not enabled or _lib.forked_child():
+    if not enabled or _lib._forked_child:
         return None
     dt = _DTYPES.get(array.dtype)
     if dt is None:

@@ -33,6 +33,7 @@ from ._ops import Operation
 __all__ = ["OrdinalRange", "Stage", "WriteDesc", "library_version"]
 
 _UINT64_MAX = (1 << 64) - 1
+_NDARRAY = np.ndarray
 
 
 def library_version() -> tuple[int, int, int]:
@@ -301,7 +302,7 @@ class Stage:
         parallel. The stage keeps such a source alive until the op completes.
         """
         if (
-            tensors.__class__ is np.ndarray
+            tensors.__class__ is _NDARRAY
             and is_array is False
             and index_map is mask is count is cuda_event is cuda_stream is None
             and prim_mode is PrimMode.UPSERT
