@@ -16,9 +16,10 @@ import (
 // test-instrumented builds; ours are always compiled in and cost one atomic load per enqueue
 // when unused.
 //
-// WriteGate matches ordinal-keyed mutations (writes, write batches, deletes). QueryGate matches
-// reads (read_attributes) and asynchronous queries: this engine builds queries only from path
-// lists (synchronously), so in practice it holds reads.
+// WriteGate matches ordinal-keyed mutations (writes, write batches, deletes, clones, map
+// sessions and their commits). QueryGate matches queries (filter queries) and reads
+// (read_attributes): the reference's query gate is about queries; holding reads too lets tests
+// keep a read pending deterministically.
 type Gate struct {
 	name  string
 	armed atomic.Bool // enabled or a failure is pending (fast check at enqueue)

@@ -93,7 +93,7 @@ func foldFixed(t dlpack.Tensor, name string) (dlpack.DType, int64, error) {
 }
 
 // checkSemanticLayout enforces the ID-semantic layouts of spec §1.4.
-func checkSemanticLayout(sem int32, dt dlpack.DType, isArray bool) error {
+func checkSemanticLayout(label string, sem int32, dt dlpack.DType, isArray bool) error {
 	if sem < 0 || sem > maxSemantic {
 		return nil // newer library values pass through unchecked (spec §5.3)
 	}
@@ -101,7 +101,7 @@ func checkSemanticLayout(sem int32, dt dlpack.DType, isArray bool) error {
 		return dt.Code == dlpack.CodeUInt && dt.Bits == 64 && dt.Lanes == lanes
 	}
 	bad := func(want string) error {
-		return status.Errorf(status.InvalidArgument, "semantic %d requires %s, got dtype %s (is_array=%v)", sem, want, dt, isArray)
+		return status.Errorf(status.InvalidArgument, "%ssemantic %d requires %s, got dtype %s (is_array=%v)", label, sem, want, dt, isArray)
 	}
 	switch sem {
 	case SemanticTokenID, SemanticPathExpressionString:
@@ -129,16 +129,16 @@ func checkSemanticLayout(sem int32, dt dlpack.DType, isArray bool) error {
 }
 
 // checkBuiltinLayout enforces the layouts of the recorded built-ins (spec §1.6).
-func checkBuiltinLayout(name string, dt dlpack.DType, isArray bool) error {
+func checkBuiltinLayout(label, name string, dt dlpack.DType, isArray bool) error {
 	tokenIDs := dt.Code == dlpack.CodeUInt && dt.Bits == 64 && dt.Lanes == 1
 	switch name {
 	case BuiltinPrimType:
 		if isArray || !tokenIDs {
-			return status.Errorf(status.InvalidArgument, "attribute %q holds one token id per prim: uint64x1 with is_array=False, got %s (is_array=%v)", name, dt, isArray)
+			return status.Errorf(status.InvalidArgument, "%sattribute %q holds one token id per prim: uint64x1 with is_array=False, got %s (is_array=%v)", label, name, dt, isArray)
 		}
 	case BuiltinSchemas:
 		if !isArray || !tokenIDs {
-			return status.Errorf(status.InvalidArgument, "attribute %q holds token-id arrays: uint64x1 with is_array=True, got %s (is_array=%v)", name, dt, isArray)
+			return status.Errorf(status.InvalidArgument, "%sattribute %q holds token-id arrays: uint64x1 with is_array=True, got %s (is_array=%v)", label, name, dt, isArray)
 		}
 	}
 	return nil

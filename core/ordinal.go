@@ -80,11 +80,8 @@ func (s *Stage) FetchOrdinal(h, timeoutNs uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if !oq.Op.Wait(waitDuration(timeoutNs)) {
-		return 0, status.Errorf(status.Timeout, "ordinal query %d is not finished", h)
-	}
-	if err := oq.Op.Err(); err != nil {
-		return 0, status.Errorf(status.OpFailed, "ordinal query %d failed: %s", h, status.MessageOf(err))
+	if err := awaitResult(oq.Op, timeoutNs, "ordinal query", h); err != nil {
+		return 0, err
 	}
 	return oq.value, nil
 }

@@ -1,6 +1,10 @@
 package core
 
-import "slices"
+import (
+	"iter"
+	"math/bits"
+	"slices"
+)
 
 // primSet is the set of prims that exist in a stage. Path ids are dense process-wide indices,
 // so a stage holding a large share of them keeps one bit per id; a sparse set (few prims with
@@ -44,10 +48,12 @@ func (s *primSet) add(p uint64, parent func(uint64) uint64) bool {
 		}
 		s.bits[p/64] |= 1 << (p % 64)
 	default:
-		s.sparse = make(map[uint64]struct{}, s.n)
-		s.forEachBit(func(q uint64) { s.sparse[q] = struct{}{} })
-		s.sparse[p] = struct{}{}
-		s.bits = nil
+		sparse := make(map[uint64]struct{}, s.n)
+		for q := range s.all() {
+			sparse[q] = struct{}{}
+		}
+		sparse[p] = struct{}{}
+		s.sparse, s.bits = sparse, nil
 	}
 	if s.children != nil {
 		s.link(p, parent(p))
@@ -85,39 +91,52 @@ func (s *primSet) link(p, par uint64) {
 	kids[p] = struct{}{}
 }
 
-func (s *primSet) forEachBit(fn func(uint64)) {
-	for w, word := range s.bits {
-		for word != 0 {
-			b := uint64(0)
-			for word&(1<<b) == 0 {
-				b++
+// all yields the members (in id order while the set is a bitset).
+func (s *primSet) all() iter.Seq[uint64] {
+	return func(yield func(uint64) bool) {
+		if s.sparse != nil {
+			for p := range s.sparse {
+				if !yield(p) {
+					return
+				}
 			}
-			fn(uint64(w)*64 + b)
-			word &^= 1 << b
+			return
+		}
+		for w, word := range s.bits {
+			for word != 0 {
+				b := uint64(bits.TrailingZeros64(word))
+				if !yield(uint64(w)*64 + b) {
+					return
+				}
+				word &^= 1 << b
+			}
 		}
 	}
 }
 
-func (s *primSet) forEach(fn func(uint64)) {
-	if s.sparse != nil {
-		for p := range s.sparse {
-			fn(p)
+// childSet is the set of member children of p (read-only; the index is built on first use).
+func (s *primSet) childSet(p uint64, parent func(uint64) uint64) map[uint64]struct{} {
+	if s.children == nil {
+		s.children = map[uint64]map[uint64]struct{}{}
+		for q := range s.all() {
+			s.link(q, parent(q))
 		}
-		return
 	}
-	s.forEachBit(fn)
+	return s.children[p]
 }
 
 // childrenOf lists the member children of p, sorted (building the index on first use).
 func (s *primSet) childrenOf(p uint64, parent func(uint64) uint64) []uint64 {
-	if s.children == nil {
-		s.children = map[uint64]map[uint64]struct{}{}
-		s.forEach(func(q uint64) { s.link(q, parent(q)) })
-	}
-	out := make([]uint64, 0, len(s.children[p]))
-	for c := range s.children[p] {
+	kids := s.childSet(p, parent)
+	out := make([]uint64, 0, len(kids))
+	for c := range kids {
 		out = append(out, c)
 	}
 	slices.Sort(out)
 	return out
+}
+
+// childrenLocked is the set of held children of prim p (read-only).
+func (s *Stage) childrenLocked(p uint64) map[uint64]struct{} {
+	return s.prims.childSet(p, s.dict.Parent)
 }

@@ -20,6 +20,8 @@ type Query struct {
 	releasing bool
 	// selections caches each column's row mapping for this query (see column.Selection).
 	selections map[*column.Column]*column.Selection
+	// attributes discovered by a filter query (its result).
+	attributes []uint64
 }
 
 func (q *Query) close(d *pathdict.Dictionary) {

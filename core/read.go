@@ -109,6 +109,9 @@ func (s *Stage) ReadAttributes(qh uint64, attrs []uint64, rng OrdinalRange) (uin
 	if err != nil {
 		return 0, 0, err
 	}
+	if q.Producer != nil && q.Producer.Done() && q.Producer.Err() != nil {
+		return 0, 0, status.Errorf(status.OpFailed, "query %d failed: %s", qh, status.Describe(q.Producer.Err()))
+	}
 	r := &Read{Handle: newHandle()}
 	deps := s.pendingAdvancesLocked()
 	// A ready read runs here (admission failures come back in the enqueue result), unless the
@@ -189,11 +192,7 @@ func (s *Stage) latestGroupsLocked(q *Query, a uint64, name string) ([]*Group, e
 		if err != nil {
 			return groups, err
 		}
-		var dataRows []int32
-		if !sel.IdentityRows {
-			dataRows = sel.Rows
-		}
-		g, err := s.valueGroupLocked(q, a, c, sel.QueryIdx, sel.Count, snap, dataRows)
+		g, err := s.valueGroupLocked(q, a, c, sel.QueryIdx, sel.Count, snap, sel.Rows)
 		if err != nil {
 			return groups, err
 		}
@@ -211,11 +210,7 @@ func (s *Stage) rangeGroupsLocked(q *Query, a uint64, name string, rng OrdinalRa
 			return groups, err
 		}
 		if len(sel.ValueRows) > 0 {
-			var dataRows []int32
-			if !identityRows(sel.ValueRows) {
-				dataRows = sel.ValueRows
-			}
-			g, err := s.valueGroupLocked(q, a, c, sel.ValueQueryIdx, len(sel.ValueRows), sel.Values, dataRows)
+			g, err := s.valueGroupLocked(q, a, c, sel.ValueQueryIdx, len(sel.ValueRows), sel.Values, sel.ValueRows)
 			if err != nil {
 				return groups, err
 			}
@@ -234,15 +229,6 @@ func (s *Stage) rangeGroupsLocked(q *Query, a uint64, name string, rng OrdinalRa
 	return groups, nil
 }
 
-func identityRows(rows []int32) bool {
-	for k, r := range rows {
-		if int(r) != k {
-			return false
-		}
-	}
-	return true
-}
-
 // newGroupLocked starts a group over the query's prims queryIdx (nil: all of them, in order),
 // holding a reference to the query's path list.
 func (s *Stage) newGroupLocked(q *Query, a, ordinal uint64, queryIdx []uint32) (*Group, error) {
@@ -258,10 +244,11 @@ func (s *Stage) newGroupLocked(q *Query, a, ordinal uint64, queryIdx []uint32) (
 		dict: s.dict}, nil
 }
 
-// valueGroupLocked makes the group of a snapshot: a fixed column gives one tensor (row k, or
-// dataRows[k]), an array column one tensor per local prim. It takes over snap's references.
+// valueGroupLocked makes the group of a snapshot: a fixed column gives one tensor (row k when
+// the snapshot is dense, else rows[k] through a data index map), an array column one tensor
+// per local prim. It takes over snap's references.
 func (s *Stage) valueGroupLocked(q *Query, a uint64, c *column.Column, queryIdx []uint32, count int,
-	snap column.Snapshot, dataRows []int32) (*Group, error) {
+	snap column.Snapshot, rows []int32) (*Group, error) {
 	if queryIdx == nil && count != len(q.Paths) {
 		snap.Release()
 		return nil, status.Errorf(status.Internal, "selection of %d prims without an index map over a %d-prim query", count, len(q.Paths))
@@ -276,9 +263,9 @@ func (s *Stage) valueGroupLocked(q *Query, a uint64, c *column.Column, queryIdx 
 		g.Tensors = append(g.Tensors, TensorView{Buffer: v.Buffer, ByteOffset: int(v.ByteOffset),
 			DType: c.Schema.DType, Rows: v.Rows, DeviceType: dlpack.DeviceCPU})
 	}
-	if dataRows != nil {
-		g.DataIndexMap = make([]uint32, len(dataRows))
-		for k, r := range dataRows {
+	if !c.Schema.IsArray && !snap.Dense {
+		g.DataIndexMap = make([]uint32, len(rows))
+		for k, r := range rows {
 			g.DataIndexMap[k] = uint32(r)
 		}
 	}
@@ -306,10 +293,7 @@ func (s *Stage) FetchReadNext(h, timeoutNs uint64) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !r.Op.Wait(waitDuration(timeoutNs)) {
-		return nil, status.Errorf(status.Timeout, "read %d is not finished", h)
-	}
-	if err := r.Op.Err(); err != nil {
+	if err := awaitOp(r.Op, timeoutNs, "read", h); err != nil {
 		return nil, err
 	}
 	r.mu.Lock()

@@ -57,6 +57,7 @@ type Stage struct {
 	reads          map[uint64]*Read
 	groups         map[uint64]*Group
 	ordinalQueries map[uint64]*OrdinalQuery
+	maps           map[uint64]*Map
 	// toStart holds ops enqueued under s.mu; unlockAndStart submits them once the lock is
 	// released, because a ready op may run inline and take s.mu itself (see enqueue.go).
 	toStart    []startItem
@@ -80,9 +81,11 @@ func NewStage(name string, cfg Config) *Stage {
 		columns: map[uint64][]*column.Column{},
 		floors:  newFloors(), requested: newFloors(),
 		queries: map[uint64]*Query{}, reads: map[uint64]*Read{}, groups: map[uint64]*Group{},
-		ordinalQueries: map[uint64]*OrdinalQuery{}, closing: make(chan struct{}),
+		ordinalQueries: map[uint64]*OrdinalQuery{}, maps: map[uint64]*Map{},
+		closing: make(chan struct{}),
 	}
 	s.toStart = s.toStartBuf[:0]
+	s.onCreated()
 	stagesMu.Lock()
 	stages[s.ID] = s
 	stagesMu.Unlock()
@@ -118,6 +121,7 @@ func (s *Stage) Destroy() {
 	close(s.closing)
 	s.mu.Unlock()
 	s.pool.Drain()
+	s.onDestroyed()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, g := range s.groups {
@@ -129,12 +133,18 @@ func (s *Stage) Destroy() {
 	for _, q := range s.queries {
 		q.close(s.dict)
 	}
+	for _, m := range s.maps {
+		for _, g := range m.groups {
+			g.release()
+			g.staging.Release()
+		}
+	}
 	for _, cols := range s.columns {
 		for _, c := range cols {
 			c.Close()
 		}
 	}
-	s.groups, s.reads, s.queries, s.columns, s.ordinalQueries = nil, nil, nil, nil, nil
+	s.groups, s.reads, s.queries, s.columns, s.ordinalQueries, s.maps = nil, nil, nil, nil, nil, nil
 	s.ops = map[uint64]*sched.Op{}
 }
 
@@ -164,6 +174,25 @@ func (s *Stage) lookupOp(id uint64) (*sched.Op, error) {
 		return nil, status.Errorf(status.InvalidHandle, "op id %d is unknown to stage %d (never issued, or already released)", id, s.ID)
 	}
 	return op, nil
+}
+
+// awaitOp waits up to timeoutNs for the op that produces handle h (a TIMEOUT error when it is
+// not done in time) and returns the op's own failure.
+func awaitOp(op *sched.Op, timeoutNs uint64, what string, h uint64) error {
+	if !op.Wait(waitDuration(timeoutNs)) {
+		return status.Errorf(status.Timeout, "%s %d is not finished", what, h)
+	}
+	return op.Err()
+}
+
+// awaitResult is awaitOp for fetches of a result: a failed producer is reported as OP_FAILED
+// (spec §2.6) with the producer's message.
+func awaitResult(op *sched.Op, timeoutNs uint64, what string, h uint64) error {
+	err := awaitOp(op, timeoutNs, what, h)
+	if err == nil || status.CodeOf(err) == status.Timeout {
+		return err
+	}
+	return status.Errorf(status.OpFailed, "%s %d failed: %s", what, h, status.Describe(err))
 }
 
 // WaitResult is the outcome of WaitOp.
@@ -199,7 +228,9 @@ func (s *Stage) ReleaseOp(id uint64) error {
 	return nil
 }
 
-// LastOpError is the failure message of op id ("" when unknown, pending or successful).
+// LastOpError is the failure message of op id ("" when unknown, pending or successful). A
+// failure with a specific status (not plain OP_FAILED) is prefixed with the status name, since
+// callers see every execution failure as OP_FAILED.
 func (s *Stage) LastOpError(id uint64) string {
 	s.mu.Lock()
 	op, ok := s.ops[id]
@@ -207,7 +238,7 @@ func (s *Stage) LastOpError(id uint64) string {
 	if !ok || op.Err() == nil {
 		return ""
 	}
-	return status.MessageOf(op.Err())
+	return status.Describe(op.Err())
 }
 
 // Diagnostics counts live engine objects (leak tests).

@@ -132,10 +132,10 @@ func (s *Stage) prepareWriteInto(w *preparedWrite, req *WriteRequest, label stri
 		return err
 	}
 	w.schema = column.Schema{IsArray: req.IsArray, DType: dt, Semantic: req.Semantic}
-	if err := checkSemanticLayout(req.Semantic, dt, req.IsArray); err != nil {
+	if err := checkSemanticLayout(label, req.Semantic, dt, req.IsArray); err != nil {
 		return err
 	}
-	if err := checkBuiltinLayout(name, dt, req.IsArray); err != nil {
+	if err := checkBuiltinLayout(label, name, dt, req.IsArray); err != nil {
 		return err
 	}
 	if w.indexMap != nil && !w.packed {
@@ -297,28 +297,51 @@ func (w *preparedWrite) targets(paths []uint64) ([]uint64, []int32, error) {
 
 func sameStorage(a, b column.Schema) bool { return a.IsArray == b.IsArray && a.DType == b.DType }
 
-// columnForWriteLocked finds the column of w's name and storage schema (nil when it does not
-// exist yet), rejecting a role change or a schema change on a prim that carries the attribute.
+// columnForWriteLocked finds the column a write goes to: the column of the attribute with the
+// write's storage schema and role (semantic NONE matches any role). It returns nil when a new
+// column is needed, and rejects a schema or role change on a prim that carries the attribute
+// (spec §1.4: delete the attribute first). Columns are keyed by (storage, role) so a deleted
+// attribute frees both.
 func (s *Stage) columnForWriteLocked(w *preparedWrite, targets []uint64) (*column.Column, error) {
-	var target *column.Column
-	for _, c := range s.columns[w.attr] {
-		if sameStorage(c.Schema, w.schema) {
-			target = c
-			continue
-		}
-		for _, p := range targets {
-			if c.Live(p) {
-				return nil, status.Errorf(status.InvalidArgument,
-					"%sattribute %q on %s is %s (is_array=%v); writing %s (is_array=%v) would change its schema: delete the attribute first",
-					w.label, s.tokenName(w.attr), s.pathName(p), c.Schema.DType, c.Schema.IsArray, w.schema.DType, w.schema.IsArray)
-			}
+	cols := s.columns[w.attr]
+	matches := func(c *column.Column) (storage, role bool) {
+		return sameStorage(c.Schema, w.schema),
+			w.schema.Semantic == SemanticNone || w.schema.Semantic == c.Schema.Semantic
+	}
+	if len(cols) == 1 { // the common case needs no per-prim liveness checks
+		if storage, role := matches(cols[0]); storage && role {
+			return cols[0], nil
 		}
 	}
-	if target != nil && w.schema.Semantic != SemanticNone && w.schema.Semantic != target.Schema.Semantic {
-		return nil, status.Errorf(status.InvalidArgument, "%sattribute %q has semantic %d; a write with semantic %d cannot change its role",
-			w.label, s.tokenName(w.attr), target.Schema.Semantic, w.schema.Semantic)
+	var target *column.Column
+	targetLive := false
+	for _, c := range cols {
+		live := firstLive(c, targets)
+		storage, role := matches(c)
+		switch {
+		case !storage && live != 0:
+			return nil, status.Errorf(status.InvalidArgument,
+				"%sattribute %q on %s is %s (is_array=%v); writing %s (is_array=%v) would change its schema: delete the attribute first",
+				w.label, s.tokenName(w.attr), s.pathName(live), c.Schema.DType, c.Schema.IsArray, w.schema.DType, w.schema.IsArray)
+		case storage && !role && live != 0:
+			return nil, status.Errorf(status.InvalidArgument,
+				"%sattribute %q on %s has semantic %d; a write with semantic %d cannot change its role: delete the attribute first",
+				w.label, s.tokenName(w.attr), s.pathName(live), c.Schema.Semantic, w.schema.Semantic)
+		case storage && role && (target == nil || (live != 0 && !targetLive)):
+			target, targetLive = c, live != 0
+		}
 	}
 	return target, nil
+}
+
+// firstLive returns the first of prims that carries c's attribute (0 when none does).
+func firstLive(c *column.Column, prims []uint64) uint64 {
+	for _, p := range prims {
+		if c.Live(p) {
+			return p
+		}
+	}
+	return 0
 }
 
 func (s *Stage) checkInsertLocked(w *preparedWrite, targets []uint64) error {
@@ -457,8 +480,34 @@ func (s *Stage) enqueueWritesLocked(qh uint64, o *writeOp) (uint64, error) {
 // order; a failing entry stops the batch (earlier entries stay applied, spec §3.8). Payloads
 // left unstaged are released by writeOp.Cleanup.
 func (s *Stage) applyWrites(op *sched.Op, q *Query, ws []*preparedWrite) error {
+	if len(ws) > 1 && ws[0].primMode == PrimModeInsert {
+		// INSERT applies to the batch as a whole: check every entry's prims before the first
+		// entry creates them, then apply the entries as upserts. (Payloads of entries that
+		// are not staged are released by writeOp.Cleanup.)
+		if err := s.checkBatchInsert(q, ws); err != nil {
+			return err
+		}
+		for _, w := range ws {
+			w.primMode = PrimModeUpsert
+		}
+	}
 	for _, w := range ws {
 		if err := s.applyWrite(op, q, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Stage) checkBatchInsert(q *Query, ws []*preparedWrite) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range ws {
+		targets, _, err := w.targets(q.Paths)
+		if err == nil {
+			err = s.checkInsertLocked(w, targets)
+		}
+		if err != nil {
 			return err
 		}
 	}

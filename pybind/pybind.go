@@ -14,6 +14,7 @@ import (
 	"github.com/ovstage-go/ovstage/cabi"
 	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/buffer"
+	"github.com/ovstage-go/ovstage/core/logbus"
 	"github.com/ovstage-go/ovstage/core/pathdict"
 	"github.com/ovstage-go/ovstage/core/status"
 	"github.com/ovstage-go/ovstage/dlpack"
@@ -38,6 +39,7 @@ func call[T any](fn func() (T, error)) (res T, err error) {
 		if r := recover(); r != nil {
 			var zero T
 			res, err = zero, fmt.Errorf("[ovstage:99] internal panic: %v\n%s", r, debug.Stack())
+			logbus.Logf(logbus.Error, logbus.ChannelInternal, "internal panic in an API call: %v", r)
 		}
 	}()
 	res, err = fn()

@@ -76,6 +76,10 @@ type Snapshot struct {
 	Views   []View
 	Ordinal uint64
 	Layout  uint64
+	// Dense: a fixed snapshot whose rows are exactly the whole column in order, so local prim
+	// k is row k with no data index map. Otherwise the view spans the whole column and the
+	// reader needs the rows as a data index map (spec §1.4 canonical layout).
+	Dense bool
 }
 
 // Release drops the snapshot's buffer references.
@@ -117,11 +121,8 @@ func (c *Column) snapshotRowsLocked(rows []int32, identity, knownSealed bool, se
 		}
 		return snap, nil
 	}
-	n := int64(c.sealedRows)
-	if identity {
-		n = int64(len(rows))
-	}
-	snap.Views = []View{{Buffer: c.sealed.Retain(), Rows: n}}
+	snap.Dense = identity && len(rows) == c.sealedRows
+	snap.Views = []View{{Buffer: c.sealed.Retain(), Rows: int64(c.sealedRows)}}
 	return snap, nil
 }
 

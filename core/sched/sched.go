@@ -241,6 +241,8 @@ func (op *Op) String() string { return fmt.Sprintf("op %d", op.ID) }
 type Pool struct {
 	workers int
 	wg      sync.WaitGroup // submitted ops not finished yet
+	// OnFailure, when set before the first Submit, is told of every op that fails.
+	OnFailure func(id uint64, err error)
 
 	mu      sync.Mutex
 	running int     // slots in use (workers and inline runs)
@@ -371,7 +373,7 @@ func (p *Pool) execute(op *Op) {
 	for _, in := range op.inputs {
 		if in.err != nil {
 			err = status.Errorf(status.OpFailed, "input produced by op %d failed: %s",
-				in.ID, status.MessageOf(in.err))
+				in.ID, status.Describe(in.err))
 			break
 		}
 	}
@@ -385,6 +387,9 @@ func (p *Pool) execute(op *Op) {
 func (p *Pool) complete(op *Op, err error) {
 	if cerr := safeCleanup(op); cerr != nil && err == nil {
 		err = cerr
+	}
+	if err != nil && p.OnFailure != nil {
+		p.OnFailure(op.ID, err)
 	}
 	op.finish(err)
 }

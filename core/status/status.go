@@ -83,3 +83,12 @@ func MessageOf(err error) string {
 	}
 	return err.Error()
 }
+
+// Describe is err's message, prefixed with its status name unless the status is OP_FAILED:
+// callers see every execution failure as OP_FAILED, so the specific status travels in the text.
+func Describe(err error) string {
+	if c := CodeOf(err); c != OpFailed {
+		return c.String() + ": " + MessageOf(err)
+	}
+	return MessageOf(err)
+}

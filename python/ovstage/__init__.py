@@ -7,7 +7,12 @@ returns an :class:`Operation` at once.
 
 from __future__ import annotations
 
-from . import gates  # noqa: F401  (test hooks: importable as ovstage.gates, not in __all__)
+# Imports written ``X as X`` (hierarchy, logging, the USD submodules) are public re-exports
+# that ``__all__`` does not list yet. ``gates`` (test hooks) is importable as ovstage.gates but
+# stays out of ``__all__`` (spec §5.1).
+from . import gates as gates
+from . import instancing as instancing
+from . import population as population
 from ._config import StageConfig
 from ._dlpack import (
     DLDataType,
@@ -39,10 +44,17 @@ from ._errors import (
     OvstageError,
     OvxError,
 )
-from ._groups import AttributeMeta, ReadGroup
-from ._handles import OrdinalQuery, Query, Read
+from ._groups import AttributeMeta, MapGroup, ReadGroup
+from ._handles import Map, OrdinalQuery, Query, Read
+from ._hierarchy import Hierarchy as Hierarchy
+from ._hierarchy import HierarchyComputationModelDesc as HierarchyComputationModelDesc
+from ._hierarchy import HierarchyItem as HierarchyItem
+from ._hierarchy import HierarchyResult as HierarchyResult
+from ._logging import flush_log as flush_log
+from ._logging import set_log_callback as set_log_callback
 from ._ops import Operation
 from ._pathdict import PathDictionary, PathList
+from ._query import Filter, Predicate, QueryResult
 from ._stage import OrdinalRange, Stage, WriteDesc, library_version
 
 try:
@@ -63,11 +75,14 @@ __all__ = [
     "DLDeviceType",
     "DLTensor",
     "ErrorCode",
+    "Filter",
     "FilterOp",
     "HierarchyComputationModel",
     "HierarchyRelation",
     "LogSeverity",
     "ManagedDLTensor",
+    "Map",
+    "MapGroup",
     "Operation",
     "OrdinalQuery",
     "OrdinalRange",
@@ -76,8 +91,10 @@ __all__ = [
     "PathDictionary",
     "PathList",
     "PopulationDomain",
+    "Predicate",
     "PrimMode",
     "Query",
+    "QueryResult",
     "Read",
     "ReadGroup",
     "Scope",

@@ -11,12 +11,12 @@ from ._dlpack import DLTensor, ManagedDLTensor
 from ._errors import ErrorCode, OvstageError
 from ._guards import as_bool_flag
 from ._lib import exporter
-from ._warn import warn_unreleased
+from ._warn import warn_finalized
 
 if TYPE_CHECKING:
     from ._stage import Stage
 
-__all__ = ["AttributeMeta", "ReadGroup", "ReadGroupRaw"]
+__all__ = ["AttributeMeta", "MapGroup", "MapGroupRaw", "ReadGroup", "ReadGroupRaw"]
 
 
 class CudaSync(ctypes.Structure):
@@ -96,95 +96,37 @@ class AttributeMeta:
         )
 
 
-class ReadGroup:
-    """One attribute's values for some of the query's prims.
+class _GroupBase:
+    """Accessors shared by read and map groups (the ``prims``/``data``/``meta`` fields)."""
 
-    Local prim ``k`` is path-list entry ``prim_index(k)``; its value is row ``k`` of the
-    tensor, or row ``data_row_index(k)`` when ``has_data_index_map``. ``array(i)`` and
-    ``dlpack(i)`` are zero-copy views that keep the storage alive on their own: they stay
-    valid after ``release()``, after the Stage is destroyed and after later writes.
-    """
+    raw: ReadGroupRaw | MapGroupRaw
+    _stage: Stage | None
+    _released: bool
+    _readonly_default = True
 
-    def __init__(self, raw: ReadGroupRaw, stage: Stage | None = None) -> None:
-        self.raw = raw
-        self._stage = stage
-        self._released = False
-
-    # -- lifetime -------------------------------------------------------------------------
-
-    @property
-    def released(self) -> bool:
-        """Whether the group was released."""
-        return self._released
-
-    def _check(self) -> ReadGroupRaw:
+    def _check(self) -> ReadGroupRaw | MapGroupRaw:
         if self._released:
-            raise OvstageError(ErrorCode.INVALID_HANDLE, "read group was already released")
+            raise OvstageError(
+                ErrorCode.INVALID_HANDLE, f"{type(self).__name__} was already released"
+            )
         if self._stage is not None and self._stage._destroyed:
             # Destroy released the group and freed the struct ``raw`` points into.
             raise OvstageError(
-                ErrorCode.INVALID_HANDLE, "ReadGroup accessor called after Stage was destroyed"
+                ErrorCode.INVALID_HANDLE,
+                f"{type(self).__name__} accessor called after Stage was destroyed",
             )
         return self.raw
 
-    def release(self) -> None:
-        """Release the group (OvstageError(INVALID_HANDLE) if already released)."""
-        self._check()
-        if self._stage is None:
-            self._released = True
-            return
-        self._stage.release_group(self)
+    def _group_id(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def released(self) -> bool:
+        """Whether the group was released (read groups) or committed (map groups)."""
+        return self._released
 
     def _mark_released(self) -> None:
         self._released = True
-
-    def __enter__(self) -> ReadGroup:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if not self._released:
-            self.release()
-
-    def __del__(self) -> None:
-        if self._released or self._stage is None or self._stage._destroyed:
-            return
-        try:
-            self.release()
-        except Exception:
-            return
-        warn_unreleased("ReadGroup was not released; released by its finalizer")
-
-    # -- fields ---------------------------------------------------------------------------
-
-    @property
-    def id(self) -> int:
-        """The read group id."""
-        return int(self._check().read_group_id)
-
-    @property
-    def attribute(self) -> int:
-        """Attribute token."""
-        return int(self._check().attribute)
-
-    @property
-    def ordinal(self) -> int:
-        """The column's latest sealed change ordinal."""
-        return int(self._check().ordinal)
-
-    @property
-    def is_delete(self) -> bool:
-        """Tombstone group (no tensors)."""
-        return bool(self._check().is_delete)
-
-    @property
-    def is_array(self) -> bool:
-        """Ragged (one tensor per row) vs fixed."""
-        return bool(self._check().is_array)
-
-    @property
-    def semantic(self) -> int:
-        """The column's AttributeSemantic value."""
-        return int(self._check().semantic)
 
     @property
     def meta(self) -> AttributeMeta:
@@ -244,16 +186,98 @@ class ReadGroup:
             raise IndexError(f"tensor index {i} is outside [0, {data.tensor_count})")
         return data.tensors[i]
 
-    def dlpack(self, i: int = 0, *, readonly: bool = True) -> ManagedDLTensor:
-        """A DLPack exporter for tensor ``i`` (for ``np/torch.from_dlpack``)."""
+    def dlpack(self, i: int = 0, *, readonly: bool | None = None) -> ManagedDLTensor:
+        """A DLPack exporter for tensor ``i`` (for ``np/torch.from_dlpack``); the export keeps
+        its storage alive on its own."""
         self.tensor(i)
-        flag = as_bool_flag(readonly, "readonly")
+        flag = self._readonly_default if readonly is None else as_bool_flag(readonly, "readonly")
         if self._stage is None:
             raise OvstageError(
-                ErrorCode.NOT_SUPPORTED, "a ReadGroup built without a Stage cannot export"
+                ErrorCode.NOT_SUPPORTED, "a group built without a Stage cannot export"
             )
-        addr = self._stage._export_group_tensor(self.id, i, flag)
+        addr = self._stage._export_group_tensor(self._group_id(), i, flag)
         return ManagedDLTensor._from_native(addr, flag, exporter)
+
+    def array(self, i: int = 0) -> np.ndarray:
+        """Flat numpy view of tensor ``i`` (``prod(shape) * lanes`` values)."""
+        return np.from_dlpack(self.dlpack(i)).reshape(-1)
+
+
+class ReadGroup(_GroupBase):
+    """One attribute's values for some of the query's prims.
+
+    Local prim ``k`` is path-list entry ``prim_index(k)``; its value is row ``k`` of the
+    tensor, or row ``data_row_index(k)`` when ``has_data_index_map``. ``array(i)`` and
+    ``dlpack(i)`` are zero-copy views that keep the storage alive on their own: they stay
+    valid after ``release()``, after the Stage is destroyed and after later writes.
+    """
+
+    def __init__(self, raw: ReadGroupRaw, stage: Stage | None = None) -> None:
+        self.raw = raw
+        self._stage = stage
+        self._released = False
+
+    # -- lifetime -------------------------------------------------------------------------
+
+    def _group_id(self) -> int:
+        return int(self._check().read_group_id)
+
+    def release(self) -> None:
+        """Release the group (OvstageError(INVALID_HANDLE) if already released)."""
+        self._check()
+        if self._stage is None:
+            self._released = True
+            return
+        self._stage.release_group(self)
+
+    def __enter__(self) -> ReadGroup:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self._released:
+            self.release()
+
+    def __del__(self) -> None:
+        if self._released or self._stage is None or self._stage._destroyed:
+            return
+        try:
+            group_id = int(self.raw.read_group_id)  # read before release frees the struct
+            self.release()
+        except Exception:
+            return
+        warn_finalized("ReadGroup", group_id)
+
+    # -- fields ---------------------------------------------------------------------------
+
+    @property
+    def id(self) -> int:
+        """The read group id."""
+        return self._group_id()
+
+    @property
+    def attribute(self) -> int:
+        """Attribute token."""
+        return int(self._check().attribute)
+
+    @property
+    def ordinal(self) -> int:
+        """The column's latest sealed change ordinal."""
+        return int(self._check().ordinal)
+
+    @property
+    def is_delete(self) -> bool:
+        """Tombstone group (no tensors)."""
+        return bool(self._check().is_delete)
+
+    @property
+    def is_array(self) -> bool:
+        """Ragged (one tensor per row) vs fixed."""
+        return bool(self._check().is_array)
+
+    @property
+    def semantic(self) -> int:
+        """The column's AttributeSemantic value."""
+        return int(self._check().semantic)
 
     def array(self, i: int = 0) -> np.ndarray:
         """Read-only flat numpy view of tensor ``i`` (``prod(shape) * lanes`` values)."""
@@ -266,3 +290,41 @@ class ReadGroup:
             f"ReadGroup(id={self.id}, attribute={self.attribute}, ordinal={self.ordinal}, "
             f"prims={self.prim_count}, tensors={self.tensor_count})"
         )
+
+
+class MapGroupRaw(ctypes.Structure):
+    """``ovstage_map_group_t`` (reference field order: prims, data, meta)."""
+
+    _fields_ = [("prims", PrimGroupRaw), ("data", DataRaw), ("meta", AttributeMetaRaw)]
+
+
+# The engine lays a map group out as a read-group struct; its prims/data/meta tail is the
+# ovstage_map_group_t.
+_MAP_GROUP_OFFSET = ReadGroupRaw.prims.offset
+
+
+class MapGroup(_GroupBase):
+    """A writable group of a map session: fill ``array(i)`` (or ``dlpack(i)``), then commit
+    with ``Map.unmap_group`` or ``Map.unmap``. Buffers start with the current values."""
+
+    _readonly_default = False
+
+    def __init__(self, raw: MapGroupRaw, stage: Stage | None = None, group_id: int = 0) -> None:
+        self.raw = raw
+        self._stage = stage
+        self._released = False
+        self._id = group_id
+
+    @classmethod
+    def _from_native(cls, addr: int, stage: Stage) -> MapGroup:
+        group_id = int(ReadGroupRaw.from_address(addr).read_group_id)
+        return cls(MapGroupRaw.from_address(addr + _MAP_GROUP_OFFSET), stage, group_id)
+
+    def _group_id(self) -> int:
+        self._check()
+        return self._id
+
+    def __repr__(self) -> str:
+        if self._released:
+            return "MapGroup(committed)"
+        return f"MapGroup(prims={self.prim_count}, tensors={self.tensor_count})"

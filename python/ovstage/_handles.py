@@ -6,14 +6,15 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError
-from ._warn import warn_unreleased
+from ._warn import warn_finalized
 
 if TYPE_CHECKING:
-    from ._groups import ReadGroup
+    from ._groups import MapGroup, ReadGroup
     from ._ops import Operation
+    from ._query import QueryResult
     from ._stage import Stage
 
-__all__ = ["OrdinalQuery", "Query", "Read"]
+__all__ = ["Map", "OrdinalQuery", "Query", "Read"]
 
 
 class _Handle:
@@ -78,13 +79,17 @@ class _Handle:
             self.release()
         except Exception:
             return
-        warn_unreleased(f"{self._kind} {self.handle} was not released; released by its finalizer")
+        warn_finalized(self._kind, self.handle)
 
 
 class Query(_Handle):
-    """A query handle (from ``Stage.query_from_path_list``)."""
+    """A query handle (from ``Stage.query`` or ``Stage.query_from_path_list``)."""
 
     _kind = "Query"
+
+    def result(self, timeout: int = TIMEOUT_INFINITE) -> QueryResult:
+        """The query's result (waits for it)."""
+        return self._stage.fetch_query_result(self, timeout)
 
     def release(self) -> Operation:
         """Enqueue the release of the query."""
@@ -126,3 +131,40 @@ class OrdinalQuery(_Handle):
     def release(self) -> Operation:
         """Enqueue the release of the ordinal query."""
         return self._stage.release_ordinal_query(self)
+
+
+class Map(_Handle):
+    """A map session: fill each group's buffers, then commit with ``unmap_group`` or
+    ``unmap()`` (leaving a ``with`` block unmaps: it always commits, there is no rollback)."""
+
+    _kind = "Map"
+
+    def __init__(self, stage: Stage, handle: int, op: Operation | None) -> None:
+        super().__init__(stage, handle, op)
+        self._groups: list[MapGroup] = []
+
+    def fetch_next(self, timeout: int = TIMEOUT_INFINITE) -> MapGroup | None:
+        """The next group, or None after the last."""
+        return self._stage.fetch_map_next(self, timeout)
+
+    def groups(self, timeout: int = TIMEOUT_INFINITE) -> Iterator[MapGroup]:
+        """Yield the session's groups."""
+        while True:
+            group = self.fetch_next(timeout)
+            if group is None:
+                return
+            yield group
+
+    def unmap_group(
+        self, group: MapGroup, cuda_event: int | None = None, cuda_stream: int | None = None
+    ) -> Operation:
+        """Enqueue the commit of one group."""
+        return self._stage.unmap_group(self, group, cuda_event, cuda_stream)
+
+    def unmap(self, cuda_event: int | None = None, cuda_stream: int | None = None) -> Operation:
+        """Enqueue the commit of every remaining group and end the session."""
+        return self._stage.unmap_attribute(self, cuda_event, cuda_stream)
+
+    def release(self) -> Operation:
+        """Same as ``unmap()``."""
+        return self.unmap()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ._errors import OVX_API_ERROR, OvxError
 from ._guards import as_str, as_uint64
 from ._lib import call, native
-from ._warn import warn_unreleased as _warn_unreleased
+from ._warn import warn_finalized
 
 if TYPE_CHECKING:
     from ._stage import Stage
@@ -86,7 +86,7 @@ class PathList(int):
             _release_owner(int(self), state)
         except Exception:
             return
-        _warn_unreleased(f"PathList {int(self)} was not released; released by its finalizer")
+        warn_finalized("PathList", int(self))
 
     def __enter__(self) -> PathList:
         return self

@@ -13,22 +13,27 @@ import numpy as np
 
 from . import _fastpath, _lib
 from ._config import StageConfig, process_config
-from ._dlpack import DLTensor, make_dltensor
+from ._dlpack import DLDataType, DLTensor, make_dltensor
 from ._enums import AttributeSemantic, PrimMode, Scope
 from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError, OvxError
-from ._groups import ReadGroup, ReadGroupRaw
+from ._groups import MapGroup, ReadGroup, ReadGroupRaw
 from ._guards import (
     as_attribute,
     as_bool_flag,
     as_enum,
     as_int32,
+    as_size_t,
+    as_str,
     as_timeout,
+    as_uint,
     as_uint32,
     as_uint64,
 )
-from ._handles import OrdinalQuery, Query, Read
+from ._handles import Map, OrdinalQuery, Query, Read
+from ._hierarchy import _HierarchyMixin
 from ._lib import call, native
 from ._ops import Operation
+from ._query import Filter, Predicate, QueryResult
 
 __all__ = ["OrdinalRange", "Stage", "WriteDesc", "library_version"]
 
@@ -98,8 +103,12 @@ def _uint_words(values: Any, name: str, dtype: type, bits: int) -> np.ndarray:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
     if arr.size == 0:
         return np.zeros(0, dtype=dtype)
-    if arr.dtype == object:
-        arr = np.array([as_uint32(v, name) if bits == 32 else as_uint64(v, name) for v in values])
+    if arr.dtype.kind in "fO" and not isinstance(values, np.ndarray):
+        # Python ints numpy could not hold in one integer dtype (e.g. mask words >= 2**63
+        # next to small ones): validate one by one.
+        arr = np.array(
+            [as_uint(v, f"{name}[{i}]", bits) for i, v in enumerate(values)], dtype=dtype
+        )
     if arr.dtype.kind not in "iub":
         raise TypeError(f"{name} must contain integers, got dtype {arr.dtype}")
     if arr.dtype.kind == "i" and (arr < 0).any():
@@ -109,7 +118,7 @@ def _uint_words(values: Any, name: str, dtype: type, bits: int) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=dtype)
 
 
-class Stage:
+class Stage(_HierarchyMixin):
     """One stage (instance): its prims, attribute columns, floors, ops and handles.
 
     Every mutating or data-producing method is an asynchronous enqueue returning an
@@ -257,6 +266,92 @@ class Stage:
 
     # -- queries --------------------------------------------------------------------------
 
+    def query(
+        self, filter: Filter | None = None, attrs: Sequence[int | str] | None = None
+    ) -> Query:
+        """Enqueue a filter query over the prims the stage holds (committed state).
+
+        ``attrs`` scopes attribute discovery (see ``Query.result()``); the handle is usable at
+        once by reads and writes, which run after the query.
+        """
+        if filter is not None and not isinstance(filter, Filter):
+            raise TypeError(f"filter must be a Filter or None, got {type(filter).__name__}")
+        predicates = filter.predicates if filter is not None else []
+        if isinstance(attrs, (str, int)):
+            raise TypeError("attrs must be a sequence of attribute tokens or names")
+        self._require_live("query")
+        try:
+            preds, values, tokens = self._encode_query(predicates, attrs)
+        except OvstageError as exc:
+            return Query(self, 0, self._rejected(exc))
+        blob = array.array("B", b"".join(values))
+        lens = array.array("Q", (len(v) for v in values))
+        try:
+            out = call(
+                native.Query,
+                self._id,
+                _addr(preds),
+                len(predicates),
+                _addr(blob),
+                len(blob),
+                _addr(lens),
+                len(lens),
+                _addr(tokens),
+                len(tokens),
+                attrs is not None,
+            )
+        except OvstageError as exc:
+            return Query(self, 0, self._rejected(exc))
+        handle, op_id = out.split(" ")
+        return Query(self, int(handle), Operation(self, ErrorCode.OK, int(op_id)))
+
+    def _encode_query(
+        self, predicates: list[Predicate], attrs: Sequence[int | str] | None
+    ) -> tuple[array.array[int], list[bytes], array.array[int]]:
+        """Predicates as (attribute, op, value count) triples, their values, and the attrs."""
+        preds = array.array("Q")
+        values: list[bytes] = []
+        for i, p in enumerate(predicates):
+            attr = self._token(p.attribute, f"filter predicate {i} attribute")
+            preds.extend((attr, int(p.op), len(p.values)))
+            for v in p.values:
+                if "\x00" in v:
+                    raise OvstageError(
+                        ErrorCode.INVALID_ARGUMENT, f"filter predicate {i}: a value contains NUL"
+                    )
+                values.append(v.encode("utf-8"))
+        tokens = array.array("Q")
+        for i, a in enumerate(attrs or ()):
+            tokens.append(self._token(as_attribute(a, f"attrs[{i}]"), f"attrs[{i}]"))
+        return preds, values, tokens
+
+    def _token(self, attr: int | str, what: str) -> int:
+        """A token for an attribute argument: strings are interned; an empty or NUL-containing
+        name raises OvstageError(INVALID_ARGUMENT) naming the argument (enqueue methods turn
+        it into a rejected Operation)."""
+        if isinstance(attr, int):
+            return attr
+        if not attr or "\x00" in attr:
+            problem = "must be non-empty" if not attr else "contains embedded NUL"
+            raise OvstageError(ErrorCode.INVALID_ARGUMENT, f"{what}: Token string {problem}")
+        try:
+            return call(native.InternToken, attr)
+        except OvxError as exc:
+            raise OvstageError(ErrorCode.INVALID_ARGUMENT, f"{what}: {exc.message}") from None
+
+    def fetch_query_result(
+        self, query: Query | int, timeout: int = TIMEOUT_INFINITE
+    ) -> QueryResult:
+        """The query's discovered attributes and prim count (waits for the query)."""
+        handle = _handle_of(query, Query, "query")
+        timeout_ns = as_timeout(timeout)
+        out = call(
+            native.FetchQueryResult, self._require_live("fetch_query_result"), handle, timeout_ns
+        )
+        count, tokens = out.split(" ")
+        attrs = [int(t) for t in tokens.split(",")] if tokens else []
+        return QueryResult(attrs, int(count), handle)
+
     def query_from_path_list(self, path_list: int) -> Query:
         """Wrap a path list as a query (synchronous; prims need not exist)."""
         handle = as_uint64(path_list, "path_list")
@@ -376,18 +471,10 @@ class Stage:
         for i, payload in enumerate(payloads):
             if payload.rejection is not None:
                 return Operation(self, *payload.rejection)
-            attr = payload.attr
-            if isinstance(attr, str):
-                try:
-                    attr = call(native.InternToken, attr)
-                except OvxError as exc:
-                    return Operation(
-                        self,
-                        ErrorCode.INVALID_ARGUMENT,
-                        0,
-                        message=f"writes[{i}]: attribute: {exc.message}",
-                    )
-            entries[i] = payload.entry(attr)
+            try:
+                entries[i] = payload.entry(self._token(payload.attr, f"writes[{i}]: attribute"))
+            except OvstageError as exc:
+                return self._rejected(exc)
         op = self._enqueue(
             "write_attributes",
             native.WriteAttributes,
@@ -412,22 +499,164 @@ class Stage:
             raise TypeError("attributes must be a sequence of attribute tokens or names")
         values = [as_attribute(a, f"attributes[{i}]") for i, a in enumerate(attributes)]
         self._require_live("delete_attributes")
-        tokens = array.array("Q")
-        for i, value in enumerate(values):
-            if isinstance(value, str):
-                try:
-                    value = call(native.InternToken, value)
-                except OvxError as exc:
-                    return Operation(
-                        self,
-                        ErrorCode.INVALID_ARGUMENT,
-                        0,
-                        message=f"attributes[{i}]: {exc.message}",
-                    )
-            tokens.append(value)
+        try:
+            tokens = array.array(
+                "Q", (self._token(v, f"attributes[{i}]") for i, v in enumerate(values))
+            )
+        except OvstageError as exc:
+            return self._rejected(exc)
         return self._enqueue(
             "delete_attributes", native.DeleteAttributes, qh, _addr(tokens), len(tokens), ordinal
         )
+
+    # -- clone --------------------------------------------------------------------------
+
+    def clone_async(self, source_path: str, target_paths: Sequence[str], ordinal: int) -> Operation:
+        """Enqueue a copy of ``source_path``'s subtree to every target (one mutation at
+        ``ordinal``). A missing source or an existing target fails the op; nothing is cloned."""
+        source = as_str(source_path, "source_path")
+        if isinstance(target_paths, str):
+            raise TypeError("target_paths must be a sequence of str, not a single str")
+        targets = [
+            as_str(t, f"target_paths[{i}]").encode("utf-8") for i, t in enumerate(target_paths)
+        ]
+        ordinal = as_uint64(ordinal, "ordinal")
+        self._require_live("clone")
+        if "\x00" in source or any(b"\x00" in t for t in targets):
+            return Operation(
+                self, ErrorCode.INVALID_ARGUMENT, 0, message="paths must not contain NUL"
+            )
+        blob = array.array("B", b"".join(targets))
+        lens = array.array("Q", (len(t) for t in targets))
+        return self._enqueue(
+            "clone", native.Clone, source, _addr(blob), len(blob), _addr(lens), len(lens), ordinal
+        )
+
+    def clone(self, source_path: str, target_paths: Sequence[str], ordinal: int) -> None:
+        """Clone and wait (raises OvstageError on failure)."""
+        self.clone_async(source_path, target_paths, ordinal).wait()
+
+    # -- map / unmap ----------------------------------------------------------------------
+
+    def map_attribute(
+        self,
+        query: Query | int,
+        attribute: int | str,
+        ordinal: int,
+        *,
+        prim_mode: PrimMode | int = PrimMode.UPSERT,
+        dtype: DLDataType | None = None,
+        semantic: int = 0,
+        element_sizes: Sequence[int] | None = None,
+    ) -> Map:
+        """Enqueue a map session: writable buffers for the query's prims, committed at
+        ``ordinal`` by ``unmap_group``/``unmap_attribute``. ``dtype`` is needed only to create
+        the attribute; ``element_sizes`` (one per prim) maps a ragged attribute."""
+        qh = _handle_of(query, Query, "query")
+        attr = as_attribute(attribute)
+        ordinal = as_uint64(ordinal, "ordinal")
+        mode = as_enum(prim_mode, PrimMode, "prim_mode")
+        sem = as_int32(semantic, "semantic")
+        if dtype is not None and not isinstance(dtype, DLDataType):
+            raise TypeError(f"dtype must be a DLDataType or None, got {type(dtype).__name__}")
+        sizes = None
+        if element_sizes is not None:
+            if isinstance(element_sizes, (str, int)):
+                raise TypeError("element_sizes must be a sequence of ints")
+            sizes = array.array(
+                "Q", (as_size_t(n, f"element_sizes[{i}]") for i, n in enumerate(element_sizes))
+            )
+        code, bits, lanes = (
+            (dtype.code, dtype.bits, dtype.lanes) if dtype is not None else (0, 0, 0)
+        )
+        sid = self._require_live("map_attribute")
+        token, name = (attr, "") if isinstance(attr, int) else (0, attr)
+        if "\x00" in name:
+            return Map(
+                self,
+                0,
+                Operation(
+                    self,
+                    ErrorCode.INVALID_ARGUMENT,
+                    0,
+                    message="attribute: Token string contains embedded NUL",
+                ),
+            )
+        try:
+            out = call(
+                native.MapAttribute,
+                sid,
+                qh,
+                token,
+                name,
+                ordinal,
+                int(mode),
+                code,
+                bits,
+                lanes,
+                sem,
+                _addr(sizes),
+                0 if sizes is None else len(sizes),
+                sizes is not None,
+            )
+        except OvstageError as exc:
+            return Map(self, 0, self._rejected(exc))
+        handle, op_id = out.split(" ")
+        return Map(self, int(handle), Operation(self, ErrorCode.OK, int(op_id)))
+
+    def fetch_map_next(self, map: Map | int, timeout: int = TIMEOUT_INFINITE) -> MapGroup | None:
+        """The session's next writable group, or None after the last."""
+        mh = _handle_of(map, Map, "map")
+        timeout_ns = as_timeout(timeout)
+        try:
+            addr = call(native.FetchMapNext, self._require_live("fetch_map_next"), mh, timeout_ns)
+        except OvstageError as exc:
+            if exc.code == ErrorCode.END_OF_ITERATION:
+                return None
+            raise
+        group = MapGroup._from_native(addr, self)
+        if isinstance(map, Map):
+            map._groups.append(group)
+        return group
+
+    def unmap_group(
+        self,
+        map: Map | int,
+        group: MapGroup,
+        cuda_event: int | None = None,
+        cuda_stream: int | None = None,
+    ) -> Operation:
+        """Enqueue the commit of one fetched group at the session's ordinal."""
+        mh = _handle_of(map, Map, "map")
+        if not isinstance(group, MapGroup):
+            raise TypeError(f"group must be a MapGroup, got {type(group).__name__}")
+        rejection = _cuda_rejection(cuda_event, cuda_stream)
+        gid = group._group_id()
+        if rejection is not None:
+            return Operation(self, *rejection)
+        op = self._enqueue("unmap_group", native.UnmapGroup, mh, gid)
+        if op.ok:
+            group._mark_released()
+        return op
+
+    def unmap_attribute(
+        self,
+        map: Map | int,
+        cuda_event: int | None = None,
+        cuda_stream: int | None = None,
+    ) -> Operation:
+        """Enqueue the commit of every remaining group; the session ends."""
+        mh = _handle_of(map, Map, "map")
+        rejection = _cuda_rejection(cuda_event, cuda_stream)
+        if rejection is not None:
+            self._require_live("unmap_attribute")
+            return Operation(self, *rejection)
+        op = self._enqueue("unmap_attribute", native.UnmapAttribute, mh)
+        if op.ok and isinstance(map, Map):
+            map._released = True
+            for group in map._groups:
+                group._mark_released()
+        return op
 
     # -- floors ---------------------------------------------------------------------------
 
@@ -441,9 +670,12 @@ class Stage:
             raise TypeError("attributes must be a sequence of attribute tokens or names")
         values = [as_attribute(a, f"attributes[{i}]") for i, a in enumerate(attributes or ())]
         self._require_live("advance_write_floor")
-        attrs = array.array(
-            "Q", (v if isinstance(v, int) else call(native.InternToken, v) for v in values)
-        )
+        try:
+            attrs = array.array(
+                "Q", (self._token(v, f"attributes[{i}]") for i, v in enumerate(values))
+            )
+        except OvstageError as exc:
+            return self._rejected(exc)
         return self._enqueue(
             "advance_write_floor",
             native.AdvanceWriteFloor,
@@ -465,7 +697,7 @@ class Stage:
         if attribute is not None:
             value = as_attribute(attribute)
             self._require_live("get_attribute_write_floor")
-            token = value if isinstance(value, int) else call(native.InternToken, value)
+            token = self._token(value, "attribute")
         return self._ordinal_query(
             "get_attribute_write_floor", native.GetAttributeWriteFloor, token
         )
@@ -508,14 +740,12 @@ class Stage:
         start, end, has_start = ordinal_range.to_c()
         if isinstance(attrs, (str, int)):
             raise TypeError("attrs must be a sequence of attribute tokens or names")
-        tokens = array.array("Q")
-        for i, a in enumerate(attrs):
-            value = as_attribute(a, f"attrs[{i}]")
-            if isinstance(value, str):
-                from ._pathdict import PathDictionary
-
-                value = PathDictionary(self).intern_token(value)
-            tokens.append(value)
+        values = [as_attribute(a, f"attrs[{i}]") for i, a in enumerate(attrs)]
+        self._require_live("read_attributes")
+        try:
+            tokens = array.array("Q", (self._token(v, f"attrs[{i}]") for i, v in enumerate(values)))
+        except OvstageError as exc:
+            return Read(self, 0, self._rejected(exc))
         sid = self._require_live("read_attributes")
         try:
             out = call(
@@ -609,6 +839,17 @@ def _sparsity(
     return n or 0, imap, words
 
 
+def _cuda_rejection(cuda_event: Any, cuda_stream: Any) -> tuple[int, int, Any, str] | None:
+    """CUDA synchronization arguments need GPU support: non-zero ones are rejected."""
+    for name, value in (("cuda_event", cuda_event), ("cuda_stream", cuda_stream)):
+        if value is not None and as_uint64(value, name) != 0:
+            message = (
+                f"{name}: CUDA synchronization needs GPU support, which this build does not have"
+            )
+            return (ErrorCode.NOT_SUPPORTED, 0, None, message)
+    return None
+
+
 @dataclass
 class WriteDesc:
     """One entry of :meth:`Stage.write_attributes` (the same arguments as ``write_attribute``)."""
@@ -667,14 +908,7 @@ class _Payload:
         flag = as_bool_flag(desc.is_array, f"{label}is_array")
         sem = as_int32(desc.semantic, f"{label}semantic")
         n, imap, words = _sparsity(desc.index_map, desc.mask, desc.count)
-        rejection = None
-        for name, value in (("cuda_event", desc.cuda_event), ("cuda_stream", desc.cuda_stream)):
-            if value is not None and as_uint64(value, f"{label}{name}") != 0:
-                message = (
-                    f"{label}{name}: CUDA synchronization needs GPU support, "
-                    "which this build does not have"
-                )
-                rejection = (ErrorCode.NOT_SUPPORTED, 0, None, message)
+        rejection = _cuda_rejection(desc.cuda_event, desc.cuda_stream)
         tensors = _as_dltensors(desc.tensors)
         ptrs = (ctypes.c_void_p * len(tensors))(*(ctypes.addressof(t) for t in tensors))
         if isinstance(attr, str) and "\x00" in attr:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import sys
 import warnings
 
-__all__ = ["warn_unreleased"]
+__all__ = ["unreleased_message", "warn_finalized", "warn_unreleased"]
+
+
+def unreleased_message(kind: str, handle: int) -> str:
+    """The text every finalizer warns with, e.g. ``"Query 12 was garbage-collected
+    unreleased; released by its finalizer"``."""
+    return f"{kind} {handle} was garbage-collected unreleased; released by its finalizer"
 
 
 def warn_unreleased(message: str) -> None:
@@ -15,3 +21,8 @@ def warn_unreleased(message: str) -> None:
         warnings.warn(message, ResourceWarning, stacklevel=3)
     except Exception:
         print(f"ResourceWarning: {message}", file=sys.stderr)
+
+
+def warn_finalized(kind: str, handle: int) -> None:
+    """Warn that a finalizer released ``kind`` ``handle`` (call it after the release)."""
+    warn_unreleased(unreleased_message(kind, handle))

@@ -114,3 +114,15 @@ def test_destroy_releases_the_process_reference_once() -> None:
     )
     with ovstage.Stage("next", config=cpu):
         pass
+
+
+def test_runtime_default_hierarchy_model_resolves_to_the_captured_model() -> None:
+    gpu = StageConfig(
+        runtime_default_hierarchy_computation_model=HierarchyComputationModel.GPU_GLOBAL
+    )
+    runtime_default = HierarchyComputationModel.RUNTIME_DEFAULT
+    with ovstage.Stage("gpu-default", config=gpu) as stage:
+        op = stage.compute_hierarchy_async(0, 1, runtime_default)
+        assert op.status == ErrorCode.NOT_SUPPORTED, "GPU models are not in this build"
+    with ovstage.Stage("cpu-default") as stage:
+        stage.compute_hierarchy_async(0, 1, runtime_default).wait()

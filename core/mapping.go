@@ -1,0 +1,347 @@
+package core
+
+import (
+	"sync"
+
+	"github.com/ovstage-go/ovstage/core/buffer"
+	"github.com/ovstage-go/ovstage/core/column"
+	"github.com/ovstage-go/ovstage/core/sched"
+	"github.com/ovstage-go/ovstage/core/status"
+	"github.com/ovstage-go/ovstage/dlpack"
+)
+
+// MapRequest is one map_attribute call. DType zero means "use the existing column's schema".
+type MapRequest struct {
+	Query        uint64
+	AttrToken    uint64
+	AttrName     string
+	Ordinal      uint64
+	PrimMode     int32
+	DType        dlpack.DType
+	Semantic     int32
+	ElementSizes []int64 // per query prim: a ragged (array) map; nil: fixed
+}
+
+// Map is a map session: writable buffers for the query's prims, committed at its ordinal.
+type Map struct {
+	Handle uint64
+	Op     *sched.Op
+	q      *Query
+	w      *preparedWrite // attribute, schema, ordinal, prim mode of the session
+
+	mu        sync.Mutex
+	groups    []*MapGroup
+	next      int
+	unmapping bool
+}
+
+// MapGroup is one writable group of a map session; its staging buffer starts with the current
+// committed values (beyond the reference, whose staging is uninitialised).
+type MapGroup struct {
+	Group
+	m         *Map
+	prims     []uint64
+	staging   buffer.Buffer
+	rowOff    []int64
+	rowLen    []int64
+	committed bool
+}
+
+// MapAttribute enqueues a map session of attr over the query's prims at ordinal.
+func (s *Stage) MapAttribute(req MapRequest) (uint64, uint64, error) {
+	attr, err := s.resolveAttribute(req.AttrToken, req.AttrName, "attribute")
+	if err != nil {
+		return 0, 0, err
+	}
+	name := s.tokenName(attr)
+	if derivedBuiltins[name] {
+		return 0, 0, status.Errorf(status.NotSupported, "attribute %q is a derived built-in and cannot be mapped", name)
+	}
+	if req.PrimMode != PrimModeUpsert && req.PrimMode != PrimModeInsert {
+		return 0, 0, status.Errorf(status.InvalidArgument, "prim_mode %d is not UPSERT (0) or INSERT (1)", req.PrimMode)
+	}
+	w := &preparedWrite{attr: attr, ordinal: req.Ordinal, primMode: req.PrimMode,
+		schema: column.Schema{IsArray: req.ElementSizes != nil, DType: req.DType, Semantic: req.Semantic}}
+	if req.DType != (dlpack.DType{}) {
+		if err := checkDType(req.DType, "dtype"); err != nil {
+			return 0, 0, err
+		}
+		if err := checkSemanticLayout("", req.Semantic, req.DType, w.schema.IsArray); err != nil {
+			return 0, 0, err
+		}
+		if err := checkBuiltinLayout("", name, req.DType, w.schema.IsArray); err != nil {
+			return 0, 0, err
+		}
+	}
+	for i, n := range req.ElementSizes {
+		if n < 0 || n > 1<<40 {
+			return 0, 0, status.Errorf(status.InvalidArgument, "element_sizes[%d] = %d is out of range", i, n)
+		}
+	}
+	sizes := append([]int64(nil), req.ElementSizes...)
+	s.mu.Lock()
+	defer s.unlockAndStart()
+	q, err := s.queryLocked(req.Query)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := s.checkAdmission(s.requested.effective(attr), req.Ordinal, attr); err != nil {
+		return 0, 0, err
+	}
+	if (q.Producer == nil || q.Producer.Done()) && sizes != nil && len(sizes) != len(q.Paths) {
+		return 0, 0, status.Errorf(status.InvalidArgument, "element_sizes has %d entries for a query of %d prims", len(sizes), len(q.Paths))
+	}
+	m := &Map{Handle: newHandle(), q: q, w: w}
+	m.Op = s.enqueueLocked(opSpec{inputs: []*sched.Op{q.Producer}, mutation: true, ordinal: req.Ordinal,
+		run: func(op *sched.Op) error { return s.prepareMap(m, sizes) }})
+	q.addUserLocked(m.Op)
+	s.maps[m.Handle] = m
+	return m.Handle, m.Op.ID, nil
+}
+
+// prepareMap resolves the session's schema and allocates its buffers, filled with the current
+// committed values.
+func (s *Stage) prepareMap(m *Map, sizes []int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkLiveLocked(); err != nil {
+		return err
+	}
+	w, prims := m.w, m.q.Paths
+	if sizes != nil && len(sizes) != len(prims) {
+		return status.Errorf(status.InvalidArgument, "element_sizes has %d entries for a query of %d prims", len(sizes), len(prims))
+	}
+	if w.schema.DType == (dlpack.DType{}) {
+		var found []*column.Column
+		for _, c := range s.columns[w.attr] {
+			hit := false
+			c.Committed(prims, func(int, []byte) { hit = true })
+			if hit {
+				found = append(found, c)
+			}
+		}
+		if len(found) != 1 {
+			return status.Errorf(status.InvalidArgument, "dtype is required: attribute %q has %d schemas on the mapped prims (exactly one is needed to map without a dtype)",
+				s.tokenName(w.attr), len(found))
+		}
+		if found[0].Schema.IsArray != (sizes != nil) {
+			return status.Errorf(status.InvalidArgument, "attribute %q is_array=%v: element_sizes must be given exactly for array attributes", s.tokenName(w.attr), found[0].Schema.IsArray)
+		}
+		semantic := w.schema.Semantic
+		w.schema = found[0].Schema
+		if semantic != SemanticNone {
+			w.schema.Semantic = semantic
+		}
+	}
+	col, err := s.columnForWriteLocked(w, prims)
+	if err == nil {
+		err = s.checkInsertLocked(w, prims)
+	}
+	if err != nil {
+		return err
+	}
+	g, err := s.newMapGroupLocked(m, col, prims, sizes)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.groups = append(m.groups, g)
+	m.mu.Unlock()
+	return nil
+}
+
+func (s *Stage) newMapGroupLocked(m *Map, col *column.Column, prims []uint64, sizes []int64) (*MapGroup, error) {
+	w := m.w
+	elem := int64(w.schema.DType.ElemBytes())
+	g := &MapGroup{m: m, prims: prims}
+	total := int64(len(prims)) * elem
+	if sizes != nil {
+		total = 0
+		for _, n := range sizes {
+			g.rowOff = append(g.rowOff, total)
+			g.rowLen = append(g.rowLen, n)
+			total += n * elem
+		}
+	}
+	staging, err := buffer.New(int(total))
+	if err != nil {
+		return nil, err
+	}
+	g.staging = staging
+	if col != nil {
+		dst := staging.Bytes()
+		col.Committed(prims, func(k int, v []byte) {
+			if sizes == nil {
+				copy(dst[int64(k)*elem:int64(k+1)*elem], v)
+			} else {
+				copy(dst[g.rowOff[k]:g.rowOff[k]+g.rowLen[k]*elem], v)
+			}
+		})
+	}
+	if err := s.dict.AddRef(m.q.List); err != nil {
+		staging.Release()
+		return nil, status.Errorf(status.Internal, "query path list: %v", err)
+	}
+	g.Group = Group{ID: newHandle(), Attribute: w.attr, Ordinal: w.ordinal, IsArray: w.schema.IsArray,
+		Semantic: w.schema.Semantic, PrimList: m.q.List, PrimCount: uint32(len(prims)),
+		FloorOrdinal: s.floors.effective(w.attr), dict: s.dict}
+	if sizes == nil {
+		g.Tensors = []TensorView{{Buffer: staging.Retain(), DType: w.schema.DType, Rows: int64(len(prims)), DeviceType: dlpack.DeviceCPU}}
+	} else {
+		for k := range prims {
+			g.Tensors = append(g.Tensors, TensorView{Buffer: staging.Retain(), ByteOffset: int(g.rowOff[k]),
+				DType: w.schema.DType, Rows: g.rowLen[k], DeviceType: dlpack.DeviceCPU})
+		}
+	}
+	return g, nil
+}
+
+func (s *Stage) mapLocked(h uint64) (*Map, error) {
+	if err := s.checkLiveLocked(); err != nil {
+		return nil, err
+	}
+	m, ok := s.maps[h]
+	if !ok || m.unmapping {
+		return nil, status.Errorf(status.InvalidHandle, "map handle %d is not valid on stage %d (unmapped, from another stage, or never created)", h, s.ID)
+	}
+	return m, nil
+}
+
+// FetchMapNext waits for the map session, then hands out its next group (END_OF_ITERATION after
+// the last).
+func (s *Stage) FetchMapNext(h, timeoutNs uint64) (*MapGroup, error) {
+	s.mu.Lock()
+	m, err := s.mapLocked(h)
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if err := awaitOp(m.Op, timeoutNs, "map", h); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.next >= len(m.groups) {
+		return nil, status.Errorf(status.EndOfIteration, "map %d has no more groups", h)
+	}
+	g := m.groups[m.next]
+	m.next++
+	return g, nil
+}
+
+// UnmapGroup enqueues the commit of one fetched group at the map's ordinal.
+func (s *Stage) UnmapGroup(h, groupID uint64) (uint64, error) {
+	s.mu.Lock()
+	defer s.unlockAndStart()
+	m, err := s.mapLocked(h)
+	if err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	var g *MapGroup
+	for _, cand := range m.groups[:m.next] {
+		if cand.ID == groupID {
+			g = cand
+		}
+	}
+	if g == nil || g.committed {
+		m.mu.Unlock()
+		return 0, status.Errorf(status.InvalidHandle, "map group %d is not a fetched, uncommitted group of map %d", groupID, h)
+	}
+	g.committed = true
+	m.mu.Unlock()
+	return s.enqueueCommitLocked(m, []*MapGroup{g}, false), nil
+}
+
+// UnmapAttribute enqueues the commit of every group not yet committed and ends the session.
+func (s *Stage) UnmapAttribute(h uint64) (uint64, error) {
+	s.mu.Lock()
+	defer s.unlockAndStart()
+	m, err := s.mapLocked(h)
+	if err != nil {
+		return 0, err
+	}
+	m.unmapping = true
+	return s.enqueueCommitLocked(m, nil, true), nil
+}
+
+// enqueueCommitLocked queues a mutation at the map's ordinal committing groups (all remaining
+// ones when final) and, when final, ending the session.
+func (s *Stage) enqueueCommitLocked(m *Map, groups []*MapGroup, final bool) uint64 {
+	op := s.enqueueLocked(opSpec{deps: []*sched.Op{m.Op}, mutation: true, ordinal: m.w.ordinal,
+		run: func(op *sched.Op) error {
+			if final {
+				m.mu.Lock()
+				for _, g := range m.groups {
+					if !g.committed {
+						g.committed = true
+						groups = append(groups, g)
+					}
+				}
+				m.mu.Unlock()
+				defer s.endMap(m)
+			}
+			if err := m.Op.Err(); err != nil {
+				return err
+			}
+			for _, g := range groups {
+				if err := s.commitMapGroup(op, m, g); err != nil {
+					return err
+				}
+			}
+			return nil
+		}})
+	m.q.addUserLocked(op)
+	return op.ID
+}
+
+// commitMapGroup writes a group's buffer (copied, so views the caller still holds cannot change
+// committed data) at the map's ordinal, under the same checks as a write.
+func (s *Stage) commitMapGroup(op *sched.Op, m *Map, g *MapGroup) error {
+	payload, err := buffer.New(g.staging.Size())
+	if err != nil {
+		return err
+	}
+	copy(payload.Bytes(), g.staging.Bytes())
+	w := *m.w
+	w.payload, w.rowOff, w.rowLen, w.count, w.indexMap, w.mask = payload, g.rowOff, g.rowLen, 0, nil, nil
+	w.rows = int64(len(g.prims))
+	if w.schema.IsArray {
+		w.rows = int64(len(g.rowOff))
+	}
+	return s.applyWrite(op, m.q, &w)
+}
+
+func (s *Stage) endMap(m *Map) {
+	s.mu.Lock()
+	if s.maps != nil {
+		delete(s.maps, m.Handle)
+	}
+	s.mu.Unlock()
+	m.mu.Lock()
+	groups := m.groups
+	m.groups = nil
+	m.mu.Unlock()
+	for _, g := range groups {
+		s.forgetGroup(g.ID)
+		g.release()
+		g.staging.Release()
+	}
+}
+
+func (s *Stage) forgetGroup(id uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.groups != nil {
+		delete(s.groups, id)
+	}
+}
+
+// RegisterMapGroup makes a fetched map group exportable (ExportGroupTensor) until its map ends.
+func (s *Stage) RegisterMapGroup(g *MapGroup) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.groups != nil {
+		s.groups[g.ID] = &g.Group
+	}
+}

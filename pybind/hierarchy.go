@@ -1,0 +1,103 @@
+package pybind
+
+import (
+	"encoding/json"
+
+	"github.com/ovstage-go/ovstage/core"
+	"github.com/ovstage-go/ovstage/core/pathdict"
+)
+
+// GetHierarchy enqueues a hierarchy query over a path list (copied now): "<handle> <op id>".
+// relation: PARENT 0, CHILDREN 1, SIBLINGS 2 (else [ovstage:1]).
+func GetHierarchy(stageID, list, ordinal uint64, relation int32) (string, error) {
+	return call(func() (string, error) {
+		s, err := stage(stageID)
+		if err != nil {
+			return "", err
+		}
+		h, op, err := s.GetHierarchy(list, ordinal, relation)
+		return handleAndOp(h, op), err
+	})
+}
+
+type hierarchyItemJSON struct {
+	Status int32    `json:"status"`
+	Paths  []string `json:"paths"`
+}
+
+type hierarchyResultJSON struct {
+	Ordinal uint64              `json:"ordinal"`
+	Items   []hierarchyItemJSON `json:"items"`
+}
+
+// FetchHierarchyResult waits up to timeoutNs for a hierarchy handle and returns its result as
+// JSON {"ordinal": n, "items": [{"status": code, "paths": ["/a", ...]}, ...]}.
+func FetchHierarchyResult(stageID, handle, timeoutNs uint64) (string, error) {
+	return call(func() (string, error) {
+		s, err := stage(stageID)
+		if err != nil {
+			return "", err
+		}
+		res, err := s.FetchHierarchyResult(handle, timeoutNs)
+		if err != nil {
+			return "", err
+		}
+		dict := pathdict.Global()
+		out := hierarchyResultJSON{Ordinal: res.Ordinal, Items: make([]hierarchyItemJSON, len(res.Items))}
+		for i, it := range res.Items {
+			item := hierarchyItemJSON{Status: int32(it.Status), Paths: make([]string, len(it.Paths))}
+			for k, p := range it.Paths {
+				if item.Paths[k], err = dict.PathString(p); err != nil {
+					return "", err
+				}
+			}
+			out.Items[i] = item
+		}
+		b, err := json.Marshal(out)
+		return string(b), err
+	})
+}
+
+// ReleaseHierarchy enqueues the release of a hierarchy handle.
+func ReleaseHierarchy(stageID, handle uint64) (uint64, error) {
+	return call(func() (uint64, error) {
+		s, err := stage(stageID)
+		if err != nil {
+			return 0, err
+		}
+		return s.ReleaseHierarchy(handle)
+	})
+}
+
+type hierarchyModelJSON struct {
+	ID          int32  `json:"model_id"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// HierarchyComputationModels lists the advertised models as JSON
+// [{"model_id": 1, "name": "...", "description": "..."}].
+func HierarchyComputationModels(stageID uint64) (string, error) {
+	return call(func() (string, error) {
+		if _, err := stage(stageID); err != nil {
+			return "", err
+		}
+		var out []hierarchyModelJSON
+		for _, m := range core.HierarchyModels() {
+			out = append(out, hierarchyModelJSON{m.ID, m.Name, m.Description})
+		}
+		b, err := json.Marshal(out)
+		return string(b), err
+	})
+}
+
+// ComputeHierarchy enqueues the world-matrix computation of a model at outputOrdinal.
+func ComputeHierarchy(stageID uint64, model int32, inputOrdinal, outputOrdinal uint64) (uint64, error) {
+	return call(func() (uint64, error) {
+		s, err := stage(stageID)
+		if err != nil {
+			return 0, err
+		}
+		return s.ComputeHierarchy(model, inputOrdinal, outputOrdinal)
+	})
+}

@@ -1,0 +1,223 @@
+"""Hierarchy queries and the hierarchy computation models (spec §3.18, §5.5, §5.8).
+
+Relations come from path components over the prims the stage holds, so prims authored by
+client writes have a hierarchy too (the reference tracks it only for populated and cloned
+prims). ``compute_hierarchy`` implements the CPU model: ``omni:fabric:worldMatrix =
+omni:xform * parent world`` (row-major float64 4x4, USD row-vector convention, translation
+in elements 12..14), with ``omni:resetXformStack`` making a prim's world its local
+transform; it updates prims that already carry ``omni:fabric:worldMatrix`` and never
+creates that attribute.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+from ._enums import HierarchyComputationModel, HierarchyRelation
+from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError
+from ._guards import as_int32, as_timeout, as_uint64
+from ._handles import _Handle
+from ._lib import call, native
+from ._ops import Operation
+
+if TYPE_CHECKING:
+    from ._stage import Stage
+
+__all__ = [
+    "Hierarchy",
+    "HierarchyComputationModelDesc",
+    "HierarchyItem",
+    "HierarchyResult",
+]
+
+
+def _code(value: int) -> ErrorCode | int:
+    try:
+        return ErrorCode(value)
+    except ValueError:
+        return value
+
+
+@dataclass(frozen=True)
+class HierarchyItem:
+    """The relation of one input prim: ``status`` (``OK``, or ``NOT_FOUND`` when the stage
+    does not hold the prim) and the related prim paths, sorted."""
+
+    status: int
+    paths: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "paths", tuple(str(p) for p in self.paths))
+
+    @property
+    def ok(self) -> bool:
+        """Whether the prim was found."""
+        return self.status == ErrorCode.OK
+
+
+@dataclass(frozen=True)
+class HierarchyResult:
+    """What a hierarchy query returns: one :class:`HierarchyItem` per input path, in order."""
+
+    ordinal: int
+    items: tuple[HierarchyItem, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "items", tuple(self.items))
+
+    @property
+    def input_count(self) -> int:
+        """Number of input paths (= number of items)."""
+        return len(self.items)
+
+    def item_paths(self, i: int) -> tuple[str, ...]:
+        """The related paths of input ``i`` (``IndexError`` when out of range)."""
+        if not 0 <= i < len(self.items):
+            raise IndexError(f"item {i} is outside [0, {len(self.items)})")
+        return self.items[i].paths
+
+
+@dataclass(frozen=True)
+class HierarchyComputationModelDesc:
+    """An advertised hierarchy computation model."""
+
+    model_id: int
+    name: str
+    description: str
+
+
+class Hierarchy(_Handle):
+    """A hierarchy query handle (from ``Stage.get_hierarchy_async``)."""
+
+    _kind = "Hierarchy"
+
+    def result(self, timeout: int = TIMEOUT_INFINITE) -> HierarchyResult:
+        """The result, once computed (TIMEOUT raises OvstageError)."""
+        self._check()
+        return self._stage.fetch_hierarchy_result(self, timeout)
+
+    def release(self) -> Operation:
+        """Enqueue the release of the handle."""
+        return self._stage.release_hierarchy(self)
+
+
+def _hierarchy_handle(obj: Any) -> int:
+    if isinstance(obj, Hierarchy):
+        return obj._check()
+    return as_uint64(obj, "hierarchy")
+
+
+class _HierarchyMixin:
+    """The hierarchy methods of :class:`Stage`."""
+
+    if TYPE_CHECKING:
+        _id: int
+
+        def _require_live(self, what: str = ...) -> int: ...
+
+        def _enqueue(self, what: str, fn: Any, *args: Any) -> Operation: ...
+
+        def _rejected(self, exc: OvstageError) -> Operation: ...
+
+    def get_hierarchy_computation_models(self) -> list[HierarchyComputationModelDesc]:
+        """The models this build implements (``CPU_INCREMENTAL``; no GPU models)."""
+        sid = self._require_live("get_hierarchy_computation_models")
+        models = json.loads(call(native.HierarchyComputationModels, sid))
+        return [
+            HierarchyComputationModelDesc(
+                _model(int(m["model_id"])), str(m["name"]), str(m["description"])
+            )
+            for m in models
+        ]
+
+    def compute_hierarchy_async(
+        self,
+        input_ordinal: int,
+        output_ordinal: int,
+        model: HierarchyComputationModel | int = HierarchyComputationModel.DEFAULT_CPU,
+    ) -> Operation:
+        """Enqueue a world-transform computation written at ``output_ordinal``.
+
+        It reads the latest sealed ``omni:xform``/``omni:resetXformStack`` values after the
+        pending mutations at or below ``input_ordinal`` and the pending floor advances
+        (ordinals select no historical snapshot), and updates ``omni:fabric:worldMatrix`` of
+        the prims that carry it, like a write at ``output_ordinal`` (floor admission applies).
+        GPU models are rejected with ``NOT_SUPPORTED``, ``INVALID`` with ``INVALID_ARGUMENT``.
+        """
+        inp = as_uint64(input_ordinal, "input_ordinal")
+        out = as_uint64(output_ordinal, "output_ordinal")
+        model_id = as_int32(model, "model")
+        if model_id == HierarchyComputationModel.RUNTIME_DEFAULT:
+            # The runtime default this stage captured at creation (StageConfig, spec §3.1).
+            model_id = getattr(self, "hierarchy_model", model_id)
+        return self._enqueue("compute_hierarchy_async", native.ComputeHierarchy, model_id, inp, out)
+
+    def compute_hierarchy(
+        self,
+        input_ordinal: int,
+        output_ordinal: int,
+        model: HierarchyComputationModel | int = HierarchyComputationModel.DEFAULT_CPU,
+    ) -> None:
+        """Blocking :meth:`compute_hierarchy_async` (raises on rejection or failure)."""
+        self.compute_hierarchy_async(input_ordinal, output_ordinal, model).wait()
+
+    def get_hierarchy_async(
+        self, path_list: int, ordinal: int, relation: HierarchyRelation | int
+    ) -> Hierarchy:
+        """Enqueue a hierarchy query over ``path_list`` (copied now).
+
+        ``relation`` is ``PARENT`` (0 or 1 path; a top-level prim has none), ``CHILDREN`` or
+        ``SIBLINGS``; an unknown relation gives a rejected handle (``INVALID_ARGUMENT``). The
+        query runs after pending mutations at or below ``ordinal`` and pending floor
+        advances, and sees the prims the stage holds then.
+        """
+        plist = as_uint64(path_list, "path_list")
+        ord_ = as_uint64(ordinal, "ordinal")
+        rel = as_int32(relation, "relation")
+        stage = cast("Stage", self)
+        sid = self._require_live("get_hierarchy_async")
+        try:
+            handle, op_id = call(native.GetHierarchy, sid, plist, ord_, rel).split(" ")
+        except OvstageError as exc:
+            return Hierarchy(stage, 0, self._rejected(exc))
+        return Hierarchy(stage, int(handle), Operation(stage, ErrorCode.OK, int(op_id)))
+
+    def get_hierarchy(
+        self, path_list: int, ordinal: int, relation: HierarchyRelation | int
+    ) -> HierarchyResult:
+        """Blocking hierarchy query: enqueue, fetch the result, release the handle."""
+        handle = self.get_hierarchy_async(path_list, ordinal, relation)
+        with handle:
+            handle.wait()
+            return handle.result()
+
+    def fetch_hierarchy_result(
+        self, hierarchy: Hierarchy | int, timeout: int = TIMEOUT_INFINITE
+    ) -> HierarchyResult:
+        """The result of a hierarchy handle (waits up to ``timeout`` ns; TIMEOUT raises).
+
+        Paths are strings; the handle keeps its result until it is released.
+        """
+        handle = _hierarchy_handle(hierarchy)
+        timeout_ns = as_timeout(timeout)
+        sid = self._require_live("fetch_hierarchy_result")
+        data = json.loads(call(native.FetchHierarchyResult, sid, handle, timeout_ns))
+        items = [HierarchyItem(_code(int(i["status"])), tuple(i["paths"])) for i in data["items"]]
+        return HierarchyResult(int(data["ordinal"]), tuple(items))
+
+    def release_hierarchy(self, hierarchy: Hierarchy | int) -> Operation:
+        """Enqueue the release of a hierarchy handle."""
+        handle = _hierarchy_handle(hierarchy)
+        op = self._enqueue("release_hierarchy", native.ReleaseHierarchy, handle)
+        if op.ok and isinstance(hierarchy, Hierarchy):
+            hierarchy._released = True
+        return op
+
+
+def _model(model_id: int) -> HierarchyComputationModel | int:
+    try:
+        return HierarchyComputationModel(model_id)
+    except ValueError:
+        return model_id

@@ -1,0 +1,518 @@
+"""``ovstage.population``: USD population and export (spec §3.19, §5.12).
+
+Population and export need an OpenUSD runtime; this build has none. The module keeps the
+reference's names so code written for it imports unchanged: the data classes and enums
+(``Desc``, ``Selector``, ``PrimPredicate``, ``PropertyPredicate``, the kind enums,
+``PopulationDomain``) construct normally, ``available()``/``descs_available()`` are False,
+and every operation raises ``OvstageError(NOT_SUPPORTED)`` saying USD population is not in
+this build.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from ._enums import PopulationDomain
+from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError
+
+if TYPE_CHECKING:
+    from ._stage import Stage
+
+__all__ = [
+    "Desc",
+    "ExportDestination",
+    "Operation",
+    "PopulationDomain",
+    "PrimPredicate",
+    "PrimPredicateKind",
+    "PropertyPredicate",
+    "PropertyPredicateKind",
+    "Selector",
+    "add_usd_reference",
+    "add_usd_reference_async",
+    "add_usd_reference_from_string",
+    "add_usd_reference_from_string_async",
+    "apply_usd_changes",
+    "apply_usd_changes_async",
+    "available",
+    "descs_available",
+    "export_to_usd_file",
+    "export_to_usd_file_async",
+    "export_typed_hierarchy_to_usd_file",
+    "export_typed_hierarchy_to_usd_file_async",
+    "last_error",
+    "open_usd",
+    "open_usd_async",
+    "open_usd_from_string",
+    "open_usd_from_string_async",
+    "open_usd_from_string_with_desc",
+    "open_usd_from_string_with_desc_async",
+    "open_usd_with_desc",
+    "open_usd_with_desc_async",
+    "register_usd_schemas",
+    "remove_usd",
+    "remove_usd_async",
+    "reset_usd",
+    "reset_usd_async",
+    "update_from_usd_time",
+    "update_from_usd_time_async",
+]
+
+#: Why every operation of this module raises.
+UNAVAILABLE_MESSAGE = (
+    "USD population is not in this build: ovstage-go has no OpenUSD runtime; author prims "
+    "with Stage.write_attribute instead"
+)
+
+_last = threading.local()
+
+
+def _unsupported(what: str) -> NoReturn:
+    message = f"population.{what}: {UNAVAILABLE_MESSAGE}"
+    _last.message = message
+    raise OvstageError(ErrorCode.NOT_SUPPORTED, message)
+
+
+def available() -> bool:
+    """Whether USD population is available (never, in this build)."""
+    return False
+
+
+def descs_available() -> bool:
+    """Whether population descriptions (selectors, predicates) are supported (never)."""
+    return False
+
+
+def last_error() -> str:
+    """The latest population error on this thread ("" if none)."""
+    return getattr(_last, "message", "")
+
+
+# -- descriptions --------------------------------------------------------------------------
+
+
+class PrimPredicateKind(enum.IntEnum):
+    """Kinds of prim predicates (``ovstage_population`` ABI values)."""
+
+    NONE = 0
+    ALL = 1
+    AND = 2
+    OR = 3
+    NOT = 4
+    HAS_PARENT = 5
+    HAS_ANCESTOR = 6
+    HAS_PROPERTY = 7
+    HAS_TYPE = 8
+    IS_A_TYPE = 9
+    HAS_SCHEMA = 10
+    HAS_APPLIED_SCHEMA = 11
+    HAS_APPLIED_SCHEMA_IN_NAMESPACE = 12
+    HAS_PATH = 13
+    IS_UNDER_PATH = 14
+    HAS_KIND = 15
+    HAS_PURPOSE = 16
+    HAS_METADATA = 17
+
+
+class PropertyPredicateKind(enum.IntEnum):
+    """Kinds of property predicates (``ovstage_population`` ABI values)."""
+
+    NONE = 0
+    ALL = 1
+    AND = 2
+    OR = 3
+    NOT = 4
+    DECLARED_BY_SCHEMA = 5
+    HAS_NAME = 6
+    IN_NAMESPACE = 7
+    HAS_METADATA = 8
+    IS_ATTRIBUTE = 9
+    IS_RELATIONSHIP = 10
+    IS_CUSTOM = 11
+    IS_AUTHORED = 12
+
+
+@dataclass(frozen=True)
+class PrimPredicate:
+    """An immutable prim-predicate tree: a kind, a string argument, child predicates.
+
+    Build with the static constructors (``PrimPredicate.has_type("Mesh")``,
+    ``PrimPredicate.and_(a, b)``, ...).
+    """
+
+    kind: PrimPredicateKind
+    value: str = ""
+    children: tuple[PrimPredicate, ...] = ()
+
+    @staticmethod
+    def none() -> PrimPredicate:
+        """Matches no prim."""
+        return PrimPredicate(PrimPredicateKind.NONE)
+
+    @staticmethod
+    def all() -> PrimPredicate:
+        """Matches every prim."""
+        return PrimPredicate(PrimPredicateKind.ALL)
+
+    @staticmethod
+    def and_(*predicates: PrimPredicate) -> PrimPredicate:
+        """Matches prims every predicate matches."""
+        return PrimPredicate(PrimPredicateKind.AND, children=tuple(predicates))
+
+    @staticmethod
+    def or_(*predicates: PrimPredicate) -> PrimPredicate:
+        """Matches prims some predicate matches."""
+        return PrimPredicate(PrimPredicateKind.OR, children=tuple(predicates))
+
+    @staticmethod
+    def not_(predicate: PrimPredicate) -> PrimPredicate:
+        """Matches prims the predicate does not match."""
+        return PrimPredicate(PrimPredicateKind.NOT, children=(predicate,))
+
+    @staticmethod
+    def has_parent(path: str) -> PrimPredicate:
+        """Prims whose parent is ``path``."""
+        return PrimPredicate(PrimPredicateKind.HAS_PARENT, path)
+
+    @staticmethod
+    def has_ancestor(path: str) -> PrimPredicate:
+        """Prims with ``path`` among their ancestors."""
+        return PrimPredicate(PrimPredicateKind.HAS_ANCESTOR, path)
+
+    @staticmethod
+    def has_property(name: str) -> PrimPredicate:
+        """Prims with a property ``name``."""
+        return PrimPredicate(PrimPredicateKind.HAS_PROPERTY, name)
+
+    @staticmethod
+    def has_type(type_name: str) -> PrimPredicate:
+        """Prims of exactly ``type_name``."""
+        return PrimPredicate(PrimPredicateKind.HAS_TYPE, type_name)
+
+    @staticmethod
+    def is_a_type(type_name: str) -> PrimPredicate:
+        """Prims of ``type_name`` or a derived type."""
+        return PrimPredicate(PrimPredicateKind.IS_A_TYPE, type_name)
+
+    @staticmethod
+    def has_schema(name: str) -> PrimPredicate:
+        """Prims with schema ``name``."""
+        return PrimPredicate(PrimPredicateKind.HAS_SCHEMA, name)
+
+    @staticmethod
+    def has_applied_schema(name: str) -> PrimPredicate:
+        """Prims with applied API schema ``name``."""
+        return PrimPredicate(PrimPredicateKind.HAS_APPLIED_SCHEMA, name)
+
+    @staticmethod
+    def has_applied_schema_in_namespace(namespace: str) -> PrimPredicate:
+        """Prims with an applied API schema in ``namespace``."""
+        return PrimPredicate(PrimPredicateKind.HAS_APPLIED_SCHEMA_IN_NAMESPACE, namespace)
+
+    @staticmethod
+    def has_path(path: str) -> PrimPredicate:
+        """The prim at ``path``."""
+        return PrimPredicate(PrimPredicateKind.HAS_PATH, path)
+
+    @staticmethod
+    def is_under_path(path: str) -> PrimPredicate:
+        """Prims at or below ``path``."""
+        return PrimPredicate(PrimPredicateKind.IS_UNDER_PATH, path)
+
+    @staticmethod
+    def has_kind(kind: str) -> PrimPredicate:
+        """Prims of model kind ``kind``."""
+        return PrimPredicate(PrimPredicateKind.HAS_KIND, kind)
+
+    @staticmethod
+    def has_purpose(purpose: str) -> PrimPredicate:
+        """Prims of purpose ``purpose``."""
+        return PrimPredicate(PrimPredicateKind.HAS_PURPOSE, purpose)
+
+    @staticmethod
+    def has_metadata(key: str) -> PrimPredicate:
+        """Prims with metadata ``key``."""
+        return PrimPredicate(PrimPredicateKind.HAS_METADATA, key)
+
+
+@dataclass(frozen=True)
+class PropertyPredicate:
+    """An immutable property-predicate tree (see :class:`PrimPredicate`)."""
+
+    kind: PropertyPredicateKind
+    value: str = ""
+    children: tuple[PropertyPredicate, ...] = ()
+
+    @staticmethod
+    def none() -> PropertyPredicate:
+        """Matches no property."""
+        return PropertyPredicate(PropertyPredicateKind.NONE)
+
+    @staticmethod
+    def all() -> PropertyPredicate:
+        """Matches every property."""
+        return PropertyPredicate(PropertyPredicateKind.ALL)
+
+    @staticmethod
+    def and_(*predicates: PropertyPredicate) -> PropertyPredicate:
+        """Matches properties every predicate matches."""
+        return PropertyPredicate(PropertyPredicateKind.AND, children=tuple(predicates))
+
+    @staticmethod
+    def or_(*predicates: PropertyPredicate) -> PropertyPredicate:
+        """Matches properties some predicate matches."""
+        return PropertyPredicate(PropertyPredicateKind.OR, children=tuple(predicates))
+
+    @staticmethod
+    def not_(predicate: PropertyPredicate) -> PropertyPredicate:
+        """Matches properties the predicate does not match."""
+        return PropertyPredicate(PropertyPredicateKind.NOT, children=(predicate,))
+
+    @staticmethod
+    def declared_by_schema() -> PropertyPredicate:
+        """Properties declared by the prim's schemas."""
+        return PropertyPredicate(PropertyPredicateKind.DECLARED_BY_SCHEMA)
+
+    @staticmethod
+    def has_name(name: str) -> PropertyPredicate:
+        """The property ``name``."""
+        return PropertyPredicate(PropertyPredicateKind.HAS_NAME, name)
+
+    @staticmethod
+    def in_namespace(namespace: str) -> PropertyPredicate:
+        """Properties in ``namespace``."""
+        return PropertyPredicate(PropertyPredicateKind.IN_NAMESPACE, namespace)
+
+    @staticmethod
+    def has_metadata(key: str) -> PropertyPredicate:
+        """Properties with metadata ``key``."""
+        return PropertyPredicate(PropertyPredicateKind.HAS_METADATA, key)
+
+    @staticmethod
+    def is_attribute() -> PropertyPredicate:
+        """Attributes."""
+        return PropertyPredicate(PropertyPredicateKind.IS_ATTRIBUTE)
+
+    @staticmethod
+    def is_relationship() -> PropertyPredicate:
+        """Relationships."""
+        return PropertyPredicate(PropertyPredicateKind.IS_RELATIONSHIP)
+
+    @staticmethod
+    def is_custom() -> PropertyPredicate:
+        """Custom properties."""
+        return PropertyPredicate(PropertyPredicateKind.IS_CUSTOM)
+
+    @staticmethod
+    def is_authored() -> PropertyPredicate:
+        """Authored properties."""
+        return PropertyPredicate(PropertyPredicateKind.IS_AUTHORED)
+
+
+@dataclass(frozen=True)
+class Selector:
+    """Which prims and properties a population description selects."""
+
+    prim: PrimPredicate = field(default_factory=PrimPredicate.all)
+    property: PropertyPredicate = field(default_factory=PropertyPredicate.all)
+    prim_metadata_paths: tuple[str, ...] = ()
+    property_metadata_paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Desc:
+    """A population description: domains, selectors and stage metadata paths."""
+
+    domains: PopulationDomain = PopulationDomain.ALL
+    selectors: tuple[Selector, ...] = ()
+    stage_metadata_paths: tuple[str, ...] = ()
+
+
+class Operation:
+    """A population operation (reference: ``wait()`` returns the payload or True, None on
+    TIMEOUT). No population operation can be enqueued in this build."""
+
+    def __init__(self, stage: Stage, op_id: int) -> None:
+        self.stage = stage
+        self.op_id = op_id
+
+    def wait(self, timeout: int = TIMEOUT_INFINITE) -> Any:
+        """Raises NOT_SUPPORTED."""
+        del timeout
+        _unsupported("Operation.wait")
+
+
+class ExportDestination:
+    """A reusable USD export destination. Opening one raises NOT_SUPPORTED."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        del args, kwargs
+        _unsupported("ExportDestination")
+
+
+# -- operations ----------------------------------------------------------------------------
+
+_RENDERING = PopulationDomain.RENDERING
+
+
+def open_usd_async(
+    stage: Stage,
+    path: str,
+    ordinal: int = 1,
+    time_code: float = math.nan,
+    domains: PopulationDomain | int = _RENDERING,
+) -> Operation:
+    """Replace the USD content with a file and populate it. Raises NOT_SUPPORTED."""
+    _unsupported("open_usd_async")
+
+
+def open_usd(
+    stage: Stage,
+    path: str,
+    ordinal: int = 1,
+    time_code: float = math.nan,
+    domains: PopulationDomain | int = _RENDERING,
+) -> Any:
+    """Blocking :func:`open_usd_async`. Raises NOT_SUPPORTED."""
+    _unsupported("open_usd")
+
+
+def open_usd_from_string_async(
+    stage: Stage,
+    usda: str,
+    ordinal: int = 1,
+    time_code: float = math.nan,
+    domains: PopulationDomain | int = _RENDERING,
+) -> Operation:
+    """Replace the USD content with a usda string and populate it. Raises NOT_SUPPORTED."""
+    _unsupported("open_usd_from_string_async")
+
+
+def open_usd_from_string(
+    stage: Stage,
+    usda: str,
+    ordinal: int = 1,
+    time_code: float = math.nan,
+    domains: PopulationDomain | int = _RENDERING,
+) -> Any:
+    """Blocking :func:`open_usd_from_string_async`. Raises NOT_SUPPORTED."""
+    _unsupported("open_usd_from_string")
+
+
+def open_usd_with_desc_async(
+    stage: Stage, path: str, ordinal: int, time_code: float, descs: Sequence[Desc]
+) -> Operation:
+    """Open a file and populate what ``descs`` select. Raises NOT_SUPPORTED."""
+    _unsupported("open_usd_with_desc_async")
+
+
+def open_usd_with_desc(
+    stage: Stage, path: str, ordinal: int, time_code: float, descs: Sequence[Desc]
+) -> Any:
+    """Blocking :func:`open_usd_with_desc_async`. Raises NOT_SUPPORTED."""
+    _unsupported("open_usd_with_desc")
+
+
+def open_usd_from_string_with_desc_async(
+    stage: Stage, usda: str, ordinal: int, time_code: float, descs: Sequence[Desc]
+) -> Operation:
+    """Open a usda string and populate what ``descs`` select. Raises NOT_SUPPORTED."""
+    _unsupported("open_usd_from_string_with_desc_async")
+
+
+def open_usd_from_string_with_desc(
+    stage: Stage, usda: str, ordinal: int, time_code: float, descs: Sequence[Desc]
+) -> Any:
+    """Blocking :func:`open_usd_from_string_with_desc_async`. Raises NOT_SUPPORTED."""
+    _unsupported("open_usd_from_string_with_desc")
+
+
+def add_usd_reference_async(stage: Stage, file: str, target_path: str) -> Operation:
+    """Add a USD reference to the source. Raises NOT_SUPPORTED."""
+    _unsupported("add_usd_reference_async")
+
+
+def add_usd_reference(stage: Stage, file: str, target_path: str) -> int:
+    """Blocking :func:`add_usd_reference_async` (returns a reference handle). Raises
+    NOT_SUPPORTED."""
+    _unsupported("add_usd_reference")
+
+
+def add_usd_reference_from_string_async(stage: Stage, usda: str, target_path: str) -> Operation:
+    """Add a USD reference from a usda string. Raises NOT_SUPPORTED."""
+    _unsupported("add_usd_reference_from_string_async")
+
+
+def add_usd_reference_from_string(stage: Stage, usda: str, target_path: str) -> int:
+    """Blocking :func:`add_usd_reference_from_string_async`. Raises NOT_SUPPORTED."""
+    _unsupported("add_usd_reference_from_string")
+
+
+def remove_usd_async(stage: Stage, handle: int) -> Operation:
+    """Remove a USD reference. Raises NOT_SUPPORTED."""
+    _unsupported("remove_usd_async")
+
+
+def remove_usd(stage: Stage, handle: int) -> Any:
+    """Blocking :func:`remove_usd_async`. Raises NOT_SUPPORTED."""
+    _unsupported("remove_usd")
+
+
+def reset_usd_async(stage: Stage) -> Operation:
+    """Reset the USD source. Raises NOT_SUPPORTED."""
+    _unsupported("reset_usd_async")
+
+
+def reset_usd(stage: Stage) -> Any:
+    """Blocking :func:`reset_usd_async`. Raises NOT_SUPPORTED."""
+    _unsupported("reset_usd")
+
+
+def update_from_usd_time_async(stage: Stage, ordinal: int, time_code: float) -> Operation:
+    """Re-sample time-sampled values at ``time_code`` seconds. Raises NOT_SUPPORTED."""
+    _unsupported("update_from_usd_time_async")
+
+
+def update_from_usd_time(stage: Stage, ordinal: int, time_code: float) -> Any:
+    """Blocking :func:`update_from_usd_time_async`. Raises NOT_SUPPORTED."""
+    _unsupported("update_from_usd_time")
+
+
+def apply_usd_changes_async(stage: Stage, ordinal: int = 1) -> Operation:
+    """Propagate pending USD edits. Raises NOT_SUPPORTED."""
+    _unsupported("apply_usd_changes_async")
+
+
+def apply_usd_changes(stage: Stage, ordinal: int = 1) -> Any:
+    """Blocking :func:`apply_usd_changes_async`. Raises NOT_SUPPORTED."""
+    _unsupported("apply_usd_changes")
+
+
+def register_usd_schemas(paths: Sequence[str]) -> None:
+    """Register extra USD schema plugins. Raises NOT_SUPPORTED."""
+    _unsupported("register_usd_schemas")
+
+
+def export_to_usd_file_async(stage: Stage, *args: Any, **kwargs: Any) -> Any:
+    """Export committed state to a USD file. Raises NOT_SUPPORTED."""
+    _unsupported("export_to_usd_file_async")
+
+
+def export_to_usd_file(stage: Stage, *args: Any, **kwargs: Any) -> Any:
+    """Blocking :func:`export_to_usd_file_async`. Raises NOT_SUPPORTED."""
+    _unsupported("export_to_usd_file")
+
+
+def export_typed_hierarchy_to_usd_file_async(stage: Stage, *args: Any, **kwargs: Any) -> Any:
+    """Export the typed prim hierarchy to a USD file. Raises NOT_SUPPORTED."""
+    _unsupported("export_typed_hierarchy_to_usd_file_async")
+
+
+def export_typed_hierarchy_to_usd_file(stage: Stage, *args: Any, **kwargs: Any) -> Any:
+    """Blocking :func:`export_typed_hierarchy_to_usd_file_async`. Raises NOT_SUPPORTED."""
+    _unsupported("export_typed_hierarchy_to_usd_file")
