@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/column"
 	"github.com/ovstage-go/ovstage/core/pathdict"
 	"github.com/ovstage-go/ovstage/core/sched"
@@ -146,6 +147,12 @@ func (s *Stage) Destroy() {
 	}
 	s.groups, s.reads, s.queries, s.columns, s.ordinalQueries, s.maps = nil, nil, nil, nil, nil, nil
 	s.ops = map[uint64]*sched.Op{}
+	stagesMu.RLock()
+	last := len(stages) == 0
+	stagesMu.RUnlock()
+	if last {
+		buffer.Trim() // no stage left to reuse recycled buffers
+	}
 }
 
 func (s *Stage) checkLiveLocked() error {

@@ -19,6 +19,7 @@ static void account(int64_t buffers, int64_t bytes) {
 // large column every frame then copies into warm memory instead of faulting in fresh pages
 // (page faults cost several times the copy itself).
 #define HEADER_BYTES 64
+_Static_assert(sizeof(ovs_buffer) <= HEADER_BYTES, "the small-buffer header must fit in 64 bytes");
 #define LARGE_MIN ((size_t)1 << 20)
 #define LARGE_ALIGN ((size_t)4 << 10)
 #define CACHE_SLOTS 64
