@@ -4,16 +4,59 @@ from __future__ import annotations
 
 import ovstage
 
-SPEC_ALL = """
-Stage StageConfig Query Read Map OrdinalQuery Hierarchy PathDictionary PathList Operation
-WriteDesc OrdinalRange Predicate Filter ReadGroup MapGroup AttributeMeta QueryResult
-HierarchyItem HierarchyResult HierarchyComputationModelDesc DLTensor ManagedDLTensor DLDataType
-DLDevice DLDeviceType DLDataTypeCode OvstageError OvxError ErrorCode FilterOp PrimMode
-AttributeSemantic HierarchyRelation HierarchyComputationModel Scope PopulationDomain LogSeverity
-make_dltensor dltensor_to_numpy numpy_to_dldatatype library_version set_log_callback flush_log
-instancing population TIMEOUT_INFINITE OVSTAGE_TIMEOUT_INFINITE OVX_API_SUCCESS OVX_API_ERROR
-__version__
-""".split()
+SPEC_ALL = [
+    "Stage",
+    "StageConfig",
+    "Query",
+    "Read",
+    "Map",
+    "OrdinalQuery",
+    "Hierarchy",
+    "PathDictionary",
+    "PathList",
+    "Operation",
+    "WriteDesc",
+    "OrdinalRange",
+    "Predicate",
+    "Filter",
+    "ReadGroup",
+    "MapGroup",
+    "AttributeMeta",
+    "QueryResult",
+    "HierarchyItem",
+    "HierarchyResult",
+    "HierarchyComputationModelDesc",
+    "DLTensor",
+    "ManagedDLTensor",
+    "DLDataType",
+    "DLDevice",
+    "DLDeviceType",
+    "DLDataTypeCode",
+    "OvstageError",
+    "OvxError",
+    "ErrorCode",
+    "FilterOp",
+    "PrimMode",
+    "AttributeSemantic",
+    "HierarchyRelation",
+    "HierarchyComputationModel",
+    "Scope",
+    "PopulationDomain",
+    "LogSeverity",
+    "make_dltensor",
+    "dltensor_to_numpy",
+    "numpy_to_dldatatype",
+    "library_version",
+    "set_log_callback",
+    "flush_log",
+    "instancing",
+    "population",
+    "TIMEOUT_INFINITE",
+    "OVSTAGE_TIMEOUT_INFINITE",
+    "OVX_API_SUCCESS",
+    "OVX_API_ERROR",
+    "__version__",
+]
 
 
 def test_all_is_exactly_the_reference_list() -> None:
