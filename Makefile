@@ -25,8 +25,10 @@ test: install
 	$(GO) test -race ./...
 	$(PYTHON) -m pytest -q -W error::ResourceWarning tests/python
 
+# bench_async.py also runs the Go enqueue benchmark (go test -bench) and prints every target.
 bench: install
 	$(PYTHON) tests/bench/bench_foundation.py
+	$(PYTHON) tests/bench/bench_async.py
 
 lint:
 	$(PIP) install -q ruff

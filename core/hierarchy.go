@@ -148,7 +148,7 @@ func (s *Stage) relationsLocked(paths []uint64, ordinal uint64, relation int32) 
 		})
 	}
 	for i, p := range paths {
-		if _, held := s.prims[p]; !held {
+		if !s.prims.has(p) {
 			res.Items[i].Status = status.NotFound
 			continue
 		}
@@ -160,11 +160,11 @@ func (s *Stage) relationsLocked(paths []uint64, ordinal uint64, relation int32) 
 				related = []uint64{parent}
 			}
 		case RelationChildren:
-			for c := range s.children[p] {
+			for c := range s.childrenLocked(p) {
 				related = append(related, c)
 			}
 		case RelationSiblings:
-			for c := range s.children[parent] {
+			for c := range s.childrenLocked(parent) {
 				if c != p {
 					related = append(related, c)
 				}

@@ -330,3 +330,44 @@ func queueCopyIn(stream *cuda.Stream, t dlpack.Tensor, dst uintptr, place column
 		return stream.CopyPeer(dst, target, src, stream.Device(), size)
 	}
 }
+
+// needsGPU reports whether a write's payload copy involves the driver: a device source, a
+// device placement, or a CUDA sync descriptor to honour.
+func needsGPU(tensors []dlpack.Tensor, place column.Placement, sync CudaSync) bool {
+	if !place.IsHost() || !sync.IsZero() {
+		return true
+	}
+	for _, t := range tensors {
+		if onDevice(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// copyPayloadPlaced is copyPayload for writes that involve a GPU: it waits for the caller's
+// CUDA work (sync), then copies every tensor back to back into one buffer placed at w.place,
+// before the enqueue returns (never deferred: the caller may reuse its tensor at once).
+func (w *preparedWrite) copyPayloadPlaced(tensors []dlpack.Tensor, sync CudaSync) error {
+	cp, err := beginCopyIn(tensors, w.place, sync, w.label)
+	if err != nil {
+		return err
+	}
+	if err := cp.alloc(int(w.size)); err != nil {
+		return err
+	}
+	off := int64(0)
+	for i, t := range tensors {
+		if err := cp.copy(t, off, fmt.Sprintf("%stensors[%d]", w.label, i)); err != nil {
+			cp.abort()
+			return err
+		}
+		if w.schema.IsArray && !w.packed {
+			w.rowOff = append(w.rowOff, off)
+			w.rowLen = append(w.rowLen, t.NumElements())
+		}
+		off += t.ByteSize()
+	}
+	w.payload, err = cp.finish()
+	return err
+}

@@ -114,7 +114,9 @@ func (s *Stage) ReadAttributes(qh uint64, attrs []uint64, rng OrdinalRange) (uin
 	}
 	r := &Read{Handle: newHandle()}
 	deps := s.pendingAdvancesLocked()
-	if len(deps) == 0 && (q.Producer == nil || q.Producer.Done()) {
+	// A ready read runs here (admission failures come back in the enqueue result), unless the
+	// query test gate is armed: then it is an op like any other, held by the gate.
+	if len(deps) == 0 && (q.Producer == nil || q.Producer.Done()) && !QueryGate.Active() {
 		groups, err := s.collectGroupsLocked(q, attrs, rng)
 		if err != nil {
 			return 0, 0, err
@@ -122,7 +124,7 @@ func (s *Stage) ReadAttributes(qh uint64, attrs []uint64, rng OrdinalRange) (uin
 		r.groups = groups
 		r.Op = s.registerDoneLocked()
 	} else {
-		r.Op = s.enqueueLocked(opSpec{deps: deps, inputs: []*sched.Op{q.Producer}, run: func(*sched.Op) error {
+		r.Op = s.enqueueLocked(opSpec{deps: deps, inputs: []*sched.Op{q.Producer}, gate: QueryGate, run: func(*sched.Op) error {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			if err := s.checkLiveLocked(); err != nil {

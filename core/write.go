@@ -38,8 +38,11 @@ type WriteRequest struct {
 	Sync   CudaSync
 }
 
-// preparedWrite is a validated write whose payload is already copied into engine memory, so
-// the caller's tensors may be freed as soon as the enqueue returns.
+// preparedWrite is a validated write. Its payload is copied into engine memory at enqueue, so
+// the caller's tensors may be freed as soon as the enqueue returns, except for large host
+// payloads (see DeferCopyBytes): those are copied by the op on a worker, and the caller keeps
+// the source alive and unchanged until the op completes (the reference's contract for every
+// write, spec §3.8).
 type preparedWrite struct {
 	label    string // argument name for messages ("writes[1]" in a batch)
 	attr     uint64
@@ -55,6 +58,11 @@ type preparedWrite struct {
 	// payload (one tensor of uniform rows) is split when the logical row count is known.
 	rowOff, rowLen []int64
 	packed         bool
+	// size is the payload's byte size; src holds the tensors of a deferred copy (nil once
+	// copied); delta is the storage of the staged delta (one allocation per write).
+	size  int64
+	src   []dlpack.Tensor
+	delta column.Delta
 	// place is where the payload (and a column the write creates) lives; the zero value (map
 	// commits, clones) adopts the existing column's placement, or the host (placement.go).
 	place column.Placement
@@ -77,35 +85,46 @@ func (s *Stage) resolveAttribute(tok uint64, name, arg string) (uint64, error) {
 
 // prepareWrite validates everything that does not depend on stage state and copies the payload.
 func (s *Stage) prepareWrite(req WriteRequest, label string) (*preparedWrite, error) {
+	w := &preparedWrite{}
+	if err := s.prepareWriteInto(w, &req, label); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// prepareWriteInto is prepareWrite into caller-provided zeroed storage. On failure nothing is
+// held.
+func (s *Stage) prepareWriteInto(w *preparedWrite, req *WriteRequest, label string) error {
 	attr, err := s.resolveAttribute(req.AttrToken, req.AttrName, label+"attribute")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	name := s.tokenName(attr)
 	if derivedBuiltins[name] {
-		return nil, status.Errorf(status.NotSupported, "%sattribute %q is a derived built-in and cannot be written", label, name)
+		return status.Errorf(status.NotSupported, "%sattribute %q is a derived built-in and cannot be written", label, name)
 	}
 	if req.PrimMode != PrimModeUpsert && req.PrimMode != PrimModeInsert {
-		return nil, status.Errorf(status.InvalidArgument, "prim_mode %d is not UPSERT (0) or INSERT (1)", req.PrimMode)
+		return status.Errorf(status.InvalidArgument, "prim_mode %d is not UPSERT (0) or INSERT (1)", req.PrimMode)
 	}
 	if req.HasIndexMap && req.HasMask {
-		return nil, status.Errorf(status.InvalidArgument, "%sindex_map and mask are mutually exclusive", label)
+		return status.Errorf(status.InvalidArgument, "%sindex_map and mask are mutually exclusive", label)
 	}
 	if (req.HasIndexMap || req.HasMask) && req.Count == 0 {
-		return nil, status.Errorf(status.InvalidArgument, "%scount must be non-zero when index_map or mask is supplied", label)
+		return status.Errorf(status.InvalidArgument, "%scount must be non-zero when index_map or mask is supplied", label)
 	}
 	if req.HasIndexMap && len(req.IndexMap) < int(req.Count) {
-		return nil, status.Errorf(status.InvalidArgument, "%sindex_map has %d entries, fewer than count %d", label, len(req.IndexMap), req.Count)
+		return status.Errorf(status.InvalidArgument, "%sindex_map has %d entries, fewer than count %d", label, len(req.IndexMap), req.Count)
 	}
 	if req.HasMask && len(req.Mask)*64 < int(req.Count) {
-		return nil, status.Errorf(status.InvalidArgument, "%smask has %d words, fewer than ceil(count/64) for count %d", label, len(req.Mask), req.Count)
+		return status.Errorf(status.InvalidArgument, "%smask has %d words, fewer than ceil(count/64) for count %d", label, len(req.Mask), req.Count)
 	}
 	if len(req.Tensors) == 0 {
-		return nil, status.Errorf(status.InvalidArgument, "%stensors: at least one tensor is required", label)
+		return status.Errorf(status.InvalidArgument, "%stensors: at least one tensor is required", label)
 	}
-	w := &preparedWrite{label: label, attr: attr, count: req.Count, primMode: req.PrimMode, ordinal: req.Ordinal}
+	// w is fresh (zero) storage: set fields one by one rather than copying a whole literal.
+	w.label, w.attr, w.count, w.primMode, w.ordinal = label, attr, req.Count, req.PrimMode, req.Ordinal
 	if w.place, err = resolvePlacement(req.Tensors[0], req.Device, label+"tensors[0]"); err != nil {
-		return nil, err
+		return err
 	}
 	if req.HasIndexMap {
 		w.indexMap = req.IndexMap[:req.Count]
@@ -120,23 +139,34 @@ func (s *Stage) prepareWrite(req WriteRequest, label string) (*preparedWrite, er
 		dt, err = w.prepareFixed(req.Tensors)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	w.schema = column.Schema{IsArray: req.IsArray, DType: dt, Semantic: req.Semantic}
 	if err := checkSemanticLayout(label, req.Semantic, dt, req.IsArray); err != nil {
-		return nil, err
+		return err
 	}
 	if err := checkBuiltinLayout(label, name, dt, req.IsArray); err != nil {
-		return nil, err
+		return err
 	}
 	if w.indexMap != nil && !w.packed {
 		for i, v := range w.indexMap {
 			if int64(v) >= w.rows {
-				return nil, status.Errorf(status.InvalidArgument, "%sindex_map[%d] = %d is not below the payload's %d rows", label, i, v, w.rows)
+				return status.Errorf(status.InvalidArgument, "%sindex_map[%d] = %d is not below the payload's %d rows", label, i, v, w.rows)
 			}
 		}
 	}
-	return w, w.copyPayload(req.Tensors, req.Sync)
+	for _, t := range req.Tensors {
+		w.size += t.ByteSize()
+	}
+	if needsGPU(req.Tensors, w.place, req.Sync) {
+		// a GPU is involved: copy now, device to device where possible (placement.go)
+		return w.copyPayloadPlaced(req.Tensors, req.Sync)
+	}
+	if deferCopy(req.Tensors, w.size) {
+		w.src = req.Tensors
+		return nil
+	}
+	return w.copyPayload(req.Tensors, nil)
 }
 
 func (w *preparedWrite) prepareFixed(tensors []dlpack.Tensor) (dlpack.DType, error) {
@@ -176,25 +206,23 @@ func (w *preparedWrite) prepareArray(tensors []dlpack.Tensor) (dlpack.DType, err
 	return dt, nil
 }
 
-// copyPayload copies every tensor back to back into one engine buffer placed at w.place,
-// after waiting for the caller's CUDA work (sync); see placement.go.
-func (w *preparedWrite) copyPayload(tensors []dlpack.Tensor, sync CudaSync) error {
+// copyPayload copies every tensor back to back into one engine buffer (pool, if not nil,
+// lends free worker slots to split large copies).
+func (w *preparedWrite) copyPayload(tensors []dlpack.Tensor, pool *sched.Pool) error {
 	total := int64(0)
 	for _, t := range tensors {
 		total += t.ByteSize()
 	}
-	cp, err := beginCopyIn(tensors, w.place, sync, w.label)
+	payload, err := buffer.NewUninit(int(total))
 	if err != nil {
 		return err
 	}
-	if err := cp.alloc(int(total)); err != nil {
-		return err
-	}
+	dst := payload.Bytes()
 	off := int64(0)
-	for i, t := range tensors {
+	for _, t := range tensors {
 		n := t.ByteSize()
-		if err := cp.copy(t, off, fmt.Sprintf("%stensors[%d]", w.label, i)); err != nil {
-			cp.abort()
+		if err := copyTensor(dst[off:off+n], t, pool); err != nil {
+			payload.Release()
 			return err
 		}
 		if w.schema.IsArray && !w.packed {
@@ -203,8 +231,8 @@ func (w *preparedWrite) copyPayload(tensors []dlpack.Tensor, sync CudaSync) erro
 		}
 		off += n
 	}
-	w.payload, err = cp.finish()
-	return err
+	w.payload = payload
+	return nil
 }
 
 // splitPacked divides a packed array payload into rows, once the logical row count is known.
@@ -221,7 +249,7 @@ func (w *preparedWrite) splitPacked(logical int) error {
 		}
 		what = "max(index_map)+1"
 	}
-	size := int64(w.payload.Size())
+	size := w.size
 	elem := int64(w.schema.DType.ElemBytes())
 	if rows == 0 || size%rows != 0 || (size/rows)%elem != 0 {
 		return status.Errorf(status.InvalidArgument,
@@ -335,7 +363,7 @@ func (s *Stage) checkInsertLocked(w *preparedWrite, targets []uint64) error {
 		return nil
 	}
 	for _, p := range targets {
-		if _, ok := s.prims[p]; ok {
+		if s.prims.has(p) {
 			return status.Errorf(status.PrimNotFound, "INSERT: prim %s already exists (INSERT only creates prims); nothing was written", s.pathName(p))
 		}
 	}
@@ -352,11 +380,13 @@ func (s *Stage) checkAdmission(floor, ordinal, attr uint64) error {
 
 // WriteAttribute validates and copies the payload, then enqueues the write at its ordinal.
 func (s *Stage) WriteAttribute(req WriteRequest) (uint64, error) {
-	w, err := s.prepareWrite(req, "")
-	if err != nil {
+	o := &writeOp{}
+	if err := s.prepareWriteInto(&o.one, &req, ""); err != nil {
 		return 0, err
 	}
-	return s.enqueueWrites(req.Query, []*preparedWrite{w})
+	o.ws = o.oneList[:]
+	o.oneList[0] = &o.one
+	return s.enqueueWrites(req.Query, o)
 }
 
 // WriteAttributes enqueues a batch of writes of distinct attributes at one ordinal: the whole
@@ -365,50 +395,75 @@ func (s *Stage) WriteAttributes(query, ordinal uint64, primMode int32, reqs []Wr
 	if len(reqs) == 0 {
 		return 0, status.Errorf(status.InvalidArgument, "writes must contain at least one entry")
 	}
-	ws := make([]*preparedWrite, 0, len(reqs))
-	release := func() {
-		for _, w := range ws {
-			w.payload.Release()
-		}
-	}
+	o := &writeOp{ws: make([]*preparedWrite, 0, len(reqs))}
 	seen := map[uint64]int{}
 	for i, req := range reqs {
 		req.Ordinal, req.PrimMode = ordinal, primMode
 		w, err := s.prepareWrite(req, fmt.Sprintf("writes[%d]: ", i))
 		if err != nil {
-			release()
+			o.releasePayloads()
 			return 0, err
 		}
-		ws = append(ws, w)
+		o.ws = append(o.ws, w)
 		if j, dup := seen[w.attr]; dup {
-			release()
+			o.releasePayloads()
 			return 0, status.Errorf(status.InvalidArgument, "writes[%d] and writes[%d] both write attribute %q; batch entries must name distinct attributes",
 				j, i, s.tokenName(w.attr))
 		}
 		seen[w.attr] = i
 	}
-	return s.enqueueWrites(query, ws)
+	return s.enqueueWrites(query, o)
 }
 
-func (s *Stage) enqueueWrites(qh uint64, ws []*preparedWrite) (uint64, error) {
+// writeOp is one write or write batch: the op, its entries and (for a single write) their
+// storage, allocated together.
+type writeOp struct {
+	stageOp
+	q       *Query
+	ws      []*preparedWrite
+	one     preparedWrite
+	oneList [1]*preparedWrite
+}
+
+// Run applies the entries (on a worker, or inline when the op is ready at enqueue).
+func (o *writeOp) Run(op *sched.Op) error { return o.s.applyWrites(op, o.q, o.ws) }
+
+// Cleanup releases payloads that were not staged (failed entries, failed inputs, a failure
+// injected by a test gate), then does the stage bookkeeping.
+func (o *writeOp) Cleanup(op *sched.Op) {
+	o.releasePayloads()
+	o.stageOp.Cleanup(op)
+}
+
+func (o *writeOp) releasePayloads() {
+	for _, w := range o.ws {
+		if w.payload.Valid() {
+			w.payload.Release()
+			w.payload = buffer.Buffer{}
+		}
+		w.src = nil
+	}
+}
+
+func (s *Stage) enqueueWrites(qh uint64, o *writeOp) (uint64, error) {
 	s.mu.Lock()
 	defer s.unlockAndStart()
-	id, err := s.enqueueWritesLocked(qh, ws)
+	id, err := s.enqueueWritesLocked(qh, o)
 	if err != nil {
-		for _, w := range ws {
-			w.payload.Release()
-		}
+		o.releasePayloads()
 	}
 	return id, err
 }
 
-func (s *Stage) enqueueWritesLocked(qh uint64, ws []*preparedWrite) (uint64, error) {
+func (s *Stage) enqueueWritesLocked(qh uint64, o *writeOp) (uint64, error) {
 	q, err := s.queryLocked(qh)
 	if err != nil {
 		return 0, err
 	}
 	resolved := q.Producer == nil || q.Producer.Done()
-	for _, w := range ws {
+	deferred := false
+	for _, w := range o.ws {
+		deferred = deferred || w.src != nil
 		if err := s.checkAdmission(s.requested.effective(w.attr), w.ordinal, w.attr); err != nil {
 			return 0, err
 		}
@@ -426,36 +481,32 @@ func (s *Stage) enqueueWritesLocked(qh uint64, ws []*preparedWrite) (uint64, err
 			return 0, err
 		}
 	}
-	op := s.enqueueLocked(opSpec{
-		inputs: []*sched.Op{q.Producer}, mutation: true, ordinal: ws[0].ordinal,
-		run: func(op *sched.Op) error { return s.applyWrites(op, q, ws) },
-	})
+	o.q, o.mutation, o.ordinal = q, true, o.ws[0].ordinal
+	var inputs [1]*sched.Op
+	inputs[0] = q.Producer
+	op := s.enqueueOpLocked(&o.stageOp, o, nil, inputs[:], deferred)
 	q.addUserLocked(op)
 	return op.ID, nil
 }
 
 // applyWrites runs on a worker: per entry it re-checks admission against the applied floors,
 // creates prims and the column as needed, and stages the payload as a delta. Entries apply in
-// order; a failing entry stops the batch (earlier entries stay applied, spec §3.8).
+// order; a failing entry stops the batch (earlier entries stay applied, spec §3.8). Payloads
+// left unstaged are released by writeOp.Cleanup.
 func (s *Stage) applyWrites(op *sched.Op, q *Query, ws []*preparedWrite) error {
 	if len(ws) > 1 && ws[0].primMode == PrimModeInsert {
 		// INSERT applies to the batch as a whole: check every entry's prims before the first
-		// entry creates them, then apply the entries as upserts.
+		// entry creates them, then apply the entries as upserts. (Payloads of entries that
+		// are not staged are released by writeOp.Cleanup.)
 		if err := s.checkBatchInsert(q, ws); err != nil {
-			for _, w := range ws {
-				w.payload.Release()
-			}
 			return err
 		}
 		for _, w := range ws {
 			w.primMode = PrimModeUpsert
 		}
 	}
-	for i, w := range ws {
+	for _, w := range ws {
 		if err := s.applyWrite(op, q, w); err != nil {
-			for _, rest := range ws[i+1:] {
-				rest.payload.Release()
-			}
 			return err
 		}
 	}
@@ -478,12 +529,14 @@ func (s *Stage) checkBatchInsert(q *Query, ws []*preparedWrite) error {
 }
 
 func (s *Stage) applyWrite(op *sched.Op, q *Query, w *preparedWrite) error {
-	staged := false
-	defer func() {
-		if !staged {
-			w.payload.Release()
+	if w.src != nil {
+		// Deferred copy-in, outside the stage lock so other ops proceed meanwhile.
+		err := w.copyPayload(w.src, s.pool)
+		w.src = nil
+		if err != nil {
+			return err
 		}
-	}()
+	}
 	s.mu.Lock()
 	if err := s.checkLiveLocked(); err != nil {
 		s.mu.Unlock()
@@ -511,9 +564,9 @@ func (s *Stage) applyWrite(op *sched.Op, q *Query, w *preparedWrite) error {
 		return err
 	}
 	s.mu.Unlock()
-	staged = true
-	d := &column.Delta{Ordinal: w.ordinal, Seq: op.ID, Src: src, Payload: w.payload, RowOff: w.rowOff, RowLen: w.rowLen}
-	if c.Stage(targets, d) {
+	w.delta = column.Delta{Ordinal: w.ordinal, Seq: op.ID, Src: src, Payload: w.payload, RowOff: w.rowOff, RowLen: w.rowLen}
+	w.payload = buffer.Buffer{} // the column owns it now
+	if c.Stage(targets, &w.delta) {
 		// New rows mean possibly new prims; existing rows' prims are already recorded.
 		s.mu.Lock()
 		s.addPrimsLocked(targets)

@@ -27,7 +27,7 @@ func (c *Column) Committed(prims []uint64, fn func(i int, value []byte)) {
 	}
 	rb := c.rowBytes
 	for i, p := range prims {
-		r, ok := c.rowOf[p]
+		r, ok := c.rows.lookup(p)
 		if !ok {
 			continue
 		}
@@ -45,7 +45,7 @@ func (c *Column) Committed(prims []uint64, fn func(i int, value []byte)) {
 			}
 			continue
 		}
-		if !c.keys[r].visible() {
+		if !c.keys.get(r).visible() {
 			continue
 		}
 		if c.Schema.IsArray {

@@ -24,6 +24,8 @@ class Operation:
     again or block later. ``done()`` polls without raising.
     """
 
+    __slots__ = ("__weakref__", "_consumed", "_keepalive", "_message", "_stage", "op_id", "status")
+
     def __init__(
         self,
         stage: Stage,
@@ -38,6 +40,18 @@ class Operation:
         self._keepalive = keepalive
         self._message = message
         self._consumed = False
+
+    @classmethod
+    def _accepted(cls, stage: Stage, op_id: int) -> Operation:
+        """An accepted op (the hot path's constructor: no conversions)."""
+        self = cls.__new__(cls)
+        self._stage = stage
+        self.status = 0
+        self.op_id = op_id
+        self._keepalive = None
+        self._message = ""
+        self._consumed = False
+        return self
 
     @property
     def ok(self) -> bool:
@@ -55,7 +69,7 @@ class Operation:
         if not self.ok or self._consumed:
             return True
         code, _, _ = self._stage.wait_op(self.op_id, 0)
-        return code != ErrorCode.TIMEOUT
+        return code != ErrorCode.TIMEOUT  # wait_op drops the stage's hold on a finished op
 
     def wait(self, timeout: int = TIMEOUT_INFINITE) -> None:
         """Wait for completion; raise :class:`OvstageError` if rejected, failed or timed out.

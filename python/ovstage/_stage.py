@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from . import _fastpath, _lib
+from ._config import StageConfig, process_config
 from ._cuda import parse_device
 from ._dlpack import DLDataType, DLTensor, make_dltensor
 from ._enums import AttributeSemantic, PrimMode, Scope
@@ -37,6 +39,7 @@ from ._query import Filter, Predicate, QueryResult
 __all__ = ["OrdinalRange", "Stage", "WriteDesc", "library_version"]
 
 _UINT64_MAX = (1 << 64) - 1
+_NDARRAY = np.ndarray
 
 
 def library_version() -> tuple[int, int, int]:
@@ -124,14 +127,33 @@ class Stage(_HierarchyMixin):
     raise, their ``wait()`` does. Use as a context manager, or call ``destroy()``.
     """
 
-    def __init__(self, name: str | None = None, config: Any = None) -> None:
+    def __init__(self, name: str | None = None, config: StageConfig | None = None) -> None:
         self._destroyed = True
+        self._config_ref = False
+        # Sources of pending writes whose copy happens in the op (large payloads), by op id:
+        # kept alive until the op is known complete, whatever happens to its Operation.
+        self._holds: dict[int, Any] = {}
+        self._prune_at = 8
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name must be a str or None, got {type(name).__name__}")
+        if config is not None and not isinstance(config, StageConfig):
+            raise TypeError(f"config must be a StageConfig or None, got {type(config).__name__}")
+        if _lib.forked_child():
+            raise _lib.fork_error()
+        workers = 0
         if config is not None:
-            raise OvstageError(ErrorCode.NOT_SUPPORTED, "StageConfig is not implemented yet")
+            process_config.acquire(config)
+            self._config_ref = True
+            workers = config.worker_count()
+        try:
+            self._id = call(native.CreateStage, name or "", workers)
+        except BaseException:
+            self._drop_config_ref()
+            raise
         self.name = name
-        self._id = call(native.CreateStage, name or "", 0)
+        self.config = config
+        #: The runtime-default hierarchy model captured at creation (spec §3.1).
+        self.hierarchy_model: int = process_config.default_model()
         self._destroyed = False
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -144,7 +166,14 @@ class Stage(_HierarchyMixin):
     def _require_live(self, what: str = "Stage method") -> int:
         if self._destroyed:
             raise OvstageError(ErrorCode.INVALID_HANDLE, f"{what} called after Stage was destroyed")
+        if _lib.forked_child():
+            raise _lib.fork_error()
         return self._id
+
+    def _drop_config_ref(self) -> None:
+        if self._config_ref:
+            self._config_ref = False
+            process_config.release()
 
     def destroy(self) -> None:
         """Wait for pending ops and release everything the stage holds (idempotent).
@@ -155,6 +184,8 @@ class Stage(_HierarchyMixin):
             return
         call(native.DestroyStage, self._id)
         self._destroyed = True
+        self._holds.clear()  # every op has finished
+        self._drop_config_ref()
 
     def __enter__(self) -> Stage:
         return self
@@ -189,6 +220,8 @@ class Stage(_HierarchyMixin):
         timeout_ns = as_timeout(timeout)
         sid = self._require_live("wait_op")
         code, lowest, ids = call(native.WaitOp, sid, op, timeout_ns).split(" ")
+        if code != "11" and self._holds:
+            self._holds.pop(op, None)  # finished: its deferred source was copied
         return int(code), [int(i) for i in ids.split(",")] if ids else [], int(lowest)
 
     def wait_op_raw(self, op_id: int, timeout: int = TIMEOUT_INFINITE) -> int:
@@ -198,7 +231,27 @@ class Stage(_HierarchyMixin):
     def release_op(self, op_id: int) -> int:
         """Forget an op id (returns the status; raises for unknown ids)."""
         op = as_uint64(op_id, "op_id")
-        return int(call(native.ReleaseOp, self._require_live("release_op"), op))
+        status = int(call(native.ReleaseOp, self._require_live("release_op"), op))
+        if self._holds:
+            self._holds.pop(op, None)  # released ops are complete (spec §2.5)
+        return status
+
+    def _hold(self, op_id: int, source: Any) -> None:
+        """Keep ``source`` alive until op ``op_id`` completes (its copy happens in the op)."""
+        if len(self._holds) >= self._prune_at:
+            self._prune_holds()
+            # Amortized: the next prune waits until the table has doubled.
+            self._prune_at = max(8, 2 * len(self._holds))
+        self._holds[op_id] = source
+
+    def _prune_holds(self) -> None:
+        for op_id in list(self._holds):
+            try:
+                code = call(native.WaitOp, self._id, op_id, 0).split(" ", 1)[0]
+            except OvstageError:
+                continue  # unknown to the engine: kept until destroy()
+            if code != "11":
+                self._holds.pop(op_id, None)
 
     def _release_op_checked(self, op_id: int) -> None:
         self.release_op(op_id)
@@ -336,10 +389,14 @@ class Stage(_HierarchyMixin):
     ) -> Operation:
         """Enqueue a write of ``tensors`` to ``attribute`` on the query's prims at ``ordinal``.
 
-        The payload is copied before this returns, so the caller may reuse its buffers.
         ``index_map`` gathers payload rows, ``mask`` selects logical elements, ``count``
         addresses the leading prims of the query. ``is_array=True`` writes ragged rows: one
         tensor of packed uniform rows, or a list with one tensor per row.
+
+        As in the reference, the source must stay unchanged until the op completes. Payloads
+        below 1 MiB are in fact copied before this returns (the caller may reuse its buffer at
+        once); larger ones are copied by the op on a worker, so writes submitted ahead copy in
+        parallel. The stage keeps such a source alive until the op completes.
 
         GPU (ovstage-go extension): a CUDA source tensor places the column on its device
         (copied device to device); ``device`` (``"cpu"``, ``"cuda:N"``, a torch device ...)
@@ -348,6 +405,20 @@ class Stage(_HierarchyMixin):
         ``cuda_stream`` (``ovstage_cuda_sync_t``) are waited for before the payload is read;
         they need a GPU (``NOT_SUPPORTED`` naming the reason otherwise).
         """
+        if (
+            tensors.__class__ is _NDARRAY
+            and is_array is False
+            and index_map is mask is count is cuda_event is cuda_stream is device is None
+            and prim_mode is PrimMode.UPSERT
+            and semantic.__class__ is int
+            and not semantic
+            and ordinal.__class__ is int
+            and 0 <= ordinal <= _UINT64_MAX
+            and not self._destroyed
+        ):
+            fast = _fastpath.write(self, query, attribute, ordinal, tensors)
+            if fast is not None:
+                return fast
         qh = _handle_of(query, Query, "query")
         ordinal = as_uint64(ordinal, "ordinal")
         mode = as_enum(prim_mode, PrimMode, "prim_mode")
@@ -362,7 +433,7 @@ class Stage(_HierarchyMixin):
             return Operation(self, *payload.rejection)
         token, name = (payload.attr, "") if isinstance(payload.attr, int) else (0, payload.attr)
         placed = (device_type, device_id, stream, event) != (0, 0, 0, 0)
-        return self._enqueue(
+        op = self._enqueue(
             "write_attribute",
             native.WriteAttributePlaced if placed else native.WriteAttribute,
             qh,
@@ -381,6 +452,9 @@ class Stage(_HierarchyMixin):
             int(mode),
             *((device_type, device_id, stream, event) if placed else ()),
         )
+        if op.ok and payload.nbytes() >= _fastpath.DEFER_COPY_BYTES:
+            self._hold(op.op_id, payload.tensors)
+        return op
 
     def write_attributes(
         self,
@@ -414,7 +488,7 @@ class Stage(_HierarchyMixin):
                 entries[i] = payload.entry(self._token(payload.attr, f"writes[{i}]: attribute"))
             except OvstageError as exc:
                 return self._rejected(exc)
-        return self._enqueue(
+        op = self._enqueue(
             "write_attributes",
             native.WriteAttributes,
             qh,
@@ -423,6 +497,9 @@ class Stage(_HierarchyMixin):
             ordinal,
             int(mode),
         )
+        if op.ok and any(p.nbytes() >= _fastpath.DEFER_COPY_BYTES for p in payloads):
+            self._hold(op.op_id, [p.tensors for p in payloads])
+        return op
 
     def delete_attributes(
         self, query: Query | int, attributes: Sequence[int | str], ordinal: int
@@ -855,6 +932,16 @@ class _Payload:
             message = f"{label}attribute: Token string contains embedded NUL"
             rejection = (ErrorCode.INVALID_ARGUMENT, 0, None, message)
         return cls(attr, flag, sem, n, imap, words, tensors, ptrs, rejection)
+
+    def nbytes(self) -> int:
+        """Payload bytes (the engine defers the copy of large payloads to the op)."""
+        total = 0
+        for t in self.tensors:
+            count = 1
+            for d in t.shape_tuple:
+                count *= d
+            total += count * ((t.dtype.bits * t.dtype.lanes + 7) // 8)
+        return total
 
     def entry(self, token: int) -> _WriteEntry:
         return _WriteEntry(
