@@ -46,3 +46,36 @@ gpu-bundle:
 
 clean:
 	rm -rf build dist python/*.egg-info python/ovstage/_native tests/gpu/bundle
+
+# ---- reliability (issue 7); none of these run in CI --------------------------------------
+.PHONY: fuzz stress leakcheck cgocheck
+
+FUZZTIME ?= 20s
+FUZZ_TARGETS := ./core:FuzzWriteAttribute ./core/pathdict:FuzzPathDictionary ./dlpack:FuzzFromAddress
+
+# Each fuzz target for $(FUZZTIME) (their committed seed corpora also run in every `go test`).
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
+
+# 8 threads x 30 s against one stage, verified against the model
+# (OVSTAGE_STRESS_THREADS / OVSTAGE_STRESS_SECONDS to change).
+stress: install
+	$(PYTHON) tests/stress/stress.py
+
+# RSS and live-object growth over 1,000,000 write cycles and 100,000 read/export cycles
+# (OVSTAGE_LEAK_WRITES / OVSTAGE_LEAK_READS to scale down).
+leakcheck: install
+	$(PYTHON) tests/leak/leakcheck.py
+
+# Go tests and the pytest suite with cgo pointer checks at their strictest (cgocheck2),
+# the extension rebuilt likewise. `make install` restores a normal build.
+cgocheck:
+	GOEXPERIMENT=cgocheck2 $(PIP) install -e '.[test]'
+	$(GO) version -m python/ovstage/_native/_native*.so | grep -q 'GOEXPERIMENT=cgocheck2' \
+		|| { echo "the extension was not built with cgocheck2"; exit 1; }
+	GOEXPERIMENT=cgocheck2 $(GO) test ./...
+	$(PYTHON) -m pytest -q -W error::ResourceWarning tests/python

@@ -50,6 +50,9 @@ type Stage struct {
 	pendingAdvances map[*sched.Op]struct{}
 	// prims holds every prim that exists (committed state), with a parent index on demand.
 	prims primSet
+	// primsRemoved: a whole-prim delete happened, so a write to an existing column row may
+	// re-create a prim (writes then register their prims even when no row was added).
+	primsRemoved atomic.Bool
 	// columns: every column of each attribute name (one per storage schema, usually one).
 	columns        map[uint64][]*column.Column
 	floors         floors // applied floors
@@ -216,7 +219,11 @@ func (s *Stage) WaitOp(id, timeoutNs uint64) (WaitResult, error) {
 		return WaitResult{}, err
 	}
 	if !op.Wait(waitDuration(timeoutNs)) {
-		return WaitResult{Status: status.Timeout, LowestPending: op.LowestPending()}, nil
+		// The op may finish between the wait and the walk; the walk then finds nothing
+		// pending (it includes the op itself) and the op counts as complete.
+		if lowest := op.LowestPending(); lowest != 0 {
+			return WaitResult{Status: status.Timeout, LowestPending: lowest}, nil
+		}
 	}
 	return WaitResult{Status: status.OK, ErrorOpIDs: op.FailedChain()}, nil
 }
@@ -250,7 +257,7 @@ func (s *Stage) LastOpError(id uint64) string {
 
 // Diagnostics counts live engine objects (leak tests).
 type Diagnostics struct {
-	Ops, Queries, Reads, Groups, Columns int
+	Ops, Queries, Reads, Groups, Columns, OrdinalQueries, Maps int
 }
 
 // Diagnostics returns the stage's live object counts.
@@ -262,7 +269,7 @@ func (s *Stage) Diagnostics() Diagnostics {
 		n += len(cols)
 	}
 	return Diagnostics{Ops: len(s.ops), Queries: len(s.queries), Reads: len(s.reads),
-		Groups: len(s.groups), Columns: n}
+		Groups: len(s.groups), Columns: n, OrdinalQueries: len(s.ordinalQueries), Maps: len(s.maps)}
 }
 
 // addPrimsLocked records prims as existing.
@@ -276,6 +283,7 @@ func (s *Stage) addPrimsLocked(prims []uint64) {
 func (s *Stage) removePrimsLocked(prims []uint64) {
 	for _, p := range prims {
 		s.prims.remove(p, s.dict.Parent)
+		s.primsRemoved.Store(true)
 	}
 }
 

@@ -566,8 +566,9 @@ func (s *Stage) applyWrite(op *sched.Op, q *Query, w *preparedWrite) error {
 	s.mu.Unlock()
 	w.delta = column.Delta{Ordinal: w.ordinal, Seq: op.ID, Src: src, Payload: w.payload, RowOff: w.rowOff, RowLen: w.rowLen}
 	w.payload = buffer.Buffer{} // the column owns it now
-	if c.Stage(targets, &w.delta) {
-		// New rows mean possibly new prims; existing rows' prims are already recorded.
+	if c.Stage(targets, &w.delta) || s.primsRemoved.Load() {
+		// New rows mean possibly new prims; existing rows' prims are already recorded unless
+		// a whole-prim delete removed them since.
 		s.mu.Lock()
 		s.addPrimsLocked(targets)
 		s.mu.Unlock()

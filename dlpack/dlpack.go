@@ -152,8 +152,10 @@ func FromAddress(addr uintptr, name string) (Tensor, error) {
 	if t.DType.Bits == 0 || t.DType.Bits%8 != 0 {
 		return Tensor{}, status.Errorf(status.NotSupported, "%s: dtype %s has a bit width that is not a whole number of bytes", name, t.DType)
 	}
-	if n*int64(t.DType.ElemBytes()) > maxElements {
-		return Tensor{}, invalid("%s: tensor of %d elements is too large", name, n)
+	// Divide rather than multiply: n*ElemBytes can overflow int64 (up to 2^46 elements of up
+	// to 31*65535 bytes each).
+	if n > maxElements/int64(t.DType.ElemBytes()) {
+		return Tensor{}, invalid("%s: tensor of %d elements of %d bytes is too large", name, n, t.DType.ElemBytes())
 	}
 	if ct.data == nil && n > 0 {
 		return Tensor{}, invalid("%s: data pointer is NULL for a non-empty tensor", name)

@@ -344,7 +344,8 @@ func GlobalWriteFloor(stageID uint64) (uint64, error) {
 	})
 }
 
-// Diagnostics returns live object counts: "ops queries reads groups columns buffers".
+// Diagnostics returns live object counts: "ops queries reads groups columns buffers
+// ordinal_queries maps path_lists" (buffers and path lists are process-wide).
 func Diagnostics(stageID uint64) (string, error) {
 	return call(func() (string, error) {
 		s, err := stage(stageID)
@@ -352,6 +353,7 @@ func Diagnostics(stageID uint64) (string, error) {
 			return "", err
 		}
 		d := s.Diagnostics()
-		return fmt.Sprintf("%d %d %d %d %d %d", d.Ops, d.Queries, d.Reads, d.Groups, d.Columns, buffer.LiveCount()), nil
+		return fmt.Sprintf("%d %d %d %d %d %d %d %d %d", d.Ops, d.Queries, d.Reads, d.Groups, d.Columns,
+			buffer.LiveCount(), d.OrdinalQueries, d.Maps, pathdict.Global().LiveLists()), nil
 	})
 }

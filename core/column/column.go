@@ -309,8 +309,13 @@ func (c *Column) Seal(floor uint64) error {
 }
 
 func (c *Column) markSealed(r int32, d *Delta) {
-	if c.keys.get(r).visible() == d.Tombstone {
-		c.layout++ // the key appears in or leaves latest reads
+	k := c.keys.get(r)
+	// Latest reads return visible keys and select keys with no sealed version (to refuse
+	// them); a change of either invalidates cached selections. A key whose first sealed
+	// version is a tombstone stays invisible but leaves the selection.
+	selected := !(k.hasSealed && k.deleted)
+	if k.visible() == d.Tombstone || selected == d.Tombstone {
+		c.layout++
 	}
 	c.keys.set(r, key{hasSealed: true, deleted: d.Tombstone})
 	c.sealedOrdinal = max(c.sealedOrdinal, d.Ordinal)

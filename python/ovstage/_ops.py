@@ -21,7 +21,8 @@ class Operation:
     """An enqueued op: ``status`` says whether it was accepted, ``wait()`` completes it.
 
     Unlike the reference, a ``TIMEOUT`` from ``wait(timeout)`` leaves the op waitable: poll
-    again or block later. ``done()`` polls without raising.
+    again or block later. ``done()`` polls without raising. An op that was never waited is
+    released when its ``Operation`` is garbage collected.
     """
 
     __slots__ = ("__weakref__", "_consumed", "_keepalive", "_message", "_stage", "op_id", "status")

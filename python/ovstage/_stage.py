@@ -365,6 +365,7 @@ class Stage(_HierarchyMixin):
         op = self._enqueue("release_query", native.ReleaseQuery, handle)
         if op.ok and isinstance(query, Query):
             query._released = True
+            query._drop_op()
             op._keepalive = query._keepalive
         return op
 
@@ -667,6 +668,7 @@ class Stage(_HierarchyMixin):
         op = self._enqueue("unmap_attribute", native.UnmapAttribute, mh)
         if op.ok and isinstance(map, Map):
             map._released = True
+            map._drop_op()
             for group in map._groups:
                 group._mark_released()
         return op
@@ -737,6 +739,7 @@ class Stage(_HierarchyMixin):
         op = self._enqueue("release_ordinal_query", native.ReleaseOrdinalQuery, handle)
         if op.ok and isinstance(ordinal_query, OrdinalQuery):
             ordinal_query._released = True
+            ordinal_query._drop_op()
         return op
 
     # -- reads ----------------------------------------------------------------------------
@@ -804,6 +807,7 @@ class Stage(_HierarchyMixin):
         op = self._enqueue("release_read", native.ReleaseRead, rh)
         if op.ok and isinstance(read, Read):
             read._released = True
+            read._drop_op()
         return op
 
     def _export_group_tensor(self, group_id: int, index: int, readonly: bool) -> int:
@@ -816,8 +820,19 @@ class Stage(_HierarchyMixin):
         )
 
     def _diagnostics(self) -> dict[str, int]:
-        """Live engine object counts (for leak tests)."""
-        keys = ("ops", "queries", "reads", "groups", "columns", "buffers")
+        """Live engine object counts (for leak tests); ``buffers`` and ``path_lists`` count
+        the whole process."""
+        keys = (
+            "ops",
+            "queries",
+            "reads",
+            "groups",
+            "columns",
+            "buffers",
+            "ordinal_queries",
+            "maps",
+            "path_lists",
+        )
         values = call(native.Diagnostics, self._require_live("diagnostics")).split(" ")
         return dict(zip(keys, (int(v) for v in values), strict=False))
 
