@@ -7,7 +7,7 @@ PIP := $(PYTHON) -m pip
 export PIP_ROOT_USER_ACTION := ignore
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test bench lint build install clean
+.PHONY: demo test bench lint build install clean gpu-bundle
 
 # Editable install with the test tools; (re)builds the Go extension with gopy.
 install:
@@ -25,8 +25,10 @@ test: install
 	$(GO) test -race ./...
 	$(PYTHON) -m pytest -q -W error::ResourceWarning tests/python
 
+# bench_async.py also runs the Go enqueue benchmark (go test -bench) and prints every target.
 bench: install
 	$(PYTHON) tests/bench/bench_foundation.py
+	$(PYTHON) tests/bench/bench_async.py
 
 lint:
 	$(PIP) install -q ruff
@@ -37,8 +39,13 @@ lint:
 	$(GO) vet ./...
 	$(PYTHON) -m ruff check python tests examples
 
+# What a GPU machine (Python 3.12 + torch + cupy, no Go, no network) needs to run every GPU check:
+# Go test binaries with -tags gpu, a cp312 build of the extension, the checks. See tests/gpu/.
+gpu-bundle:
+	PYTHON=$(PYTHON) GO=$(GO) bash tools/build_gpu_bundle.sh
+
 clean:
-	rm -rf build dist python/*.egg-info python/ovstage/_native
+	rm -rf build dist python/*.egg-info python/ovstage/_native tests/gpu/bundle
 
 # ---- reliability (issue 7); none of these run in CI --------------------------------------
 .PHONY: fuzz stress leakcheck cgocheck

@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/ovstage-go/ovstage/core"
+	"github.com/ovstage-go/ovstage/core/cuda"
 	"github.com/ovstage-go/ovstage/core/status"
 )
 
@@ -70,6 +71,10 @@ func NewReadGroup(g *core.Group) (Block, error) {
 		copy(unsafe.Slice((*uint32)(dataMap), len(g.DataIndexMap)), g.DataIndexMap)
 		rg.data.index_map = (*C.uint32_t)(dataMap)
 		rg.data.count = C.uint32_t(len(g.DataIndexMap))
+	}
+	if nt > 0 {
+		// Device groups: readers wait for the version's ready event (spec §2.12); {0,0} on host.
+		rg.data.cuda_sync.wait_event = C.uintptr_t(cuda.ReadyEvent(g.Tensors[0].Buffer))
 	}
 	rg.meta.attribute_write_floor_ordinal = C.uint64_t(g.FloorOrdinal)
 	rg.meta.layout_generation = C.uint64_t(g.LayoutGen)

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"slices"
 	"unsafe"
 
 	"github.com/ovstage-go/ovstage/core/buffer"
@@ -22,7 +21,7 @@ func (s *Stage) derivedGroupsLocked(q *Query, a uint64, name string, end uint64)
 	var idx []uint32
 	var rows [][]uint64
 	for i, p := range q.Paths {
-		if _, held := s.prims[p]; !held {
+		if !s.prims.has(p) {
 			continue
 		}
 		var row []uint64
@@ -34,10 +33,7 @@ func (s *Stage) derivedGroupsLocked(q *Query, a uint64, name string, end uint64)
 				row = []uint64{parent}
 			}
 		case BuiltinChildren:
-			for c := range s.children[p] {
-				row = append(row, c)
-			}
-			slices.Sort(row)
+			row = s.prims.childrenOf(p, s.dict.Parent)
 		}
 		if len(row) == 0 {
 			continue

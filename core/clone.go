@@ -62,7 +62,7 @@ func (s *Stage) isUnder(p, anc uint64) bool {
 // under a prim the stage does not hold are included), sorted by path id.
 func (s *Stage) subtreeLocked(root uint64) []uint64 {
 	out := []uint64{root}
-	for p := range s.prims {
+	for p := range s.prims.all() {
 		if p != root && s.isUnder(p, root) {
 			out = append(out, p)
 		}
@@ -104,7 +104,7 @@ func (s *Stage) applyClone(op *sched.Op, src uint64, dsts []uint64, ordinal uint
 		s.mu.Unlock()
 		return err
 	}
-	if _, held := s.prims[src]; !held {
+	if !s.prims.has(src) {
 		s.mu.Unlock()
 		return status.Errorf(status.NotFound, "clone source %s does not exist", s.pathName(src))
 	}
@@ -118,7 +118,7 @@ func (s *Stage) applyClone(op *sched.Op, src uint64, dsts []uint64, ordinal uint
 				s.mu.Unlock()
 				return status.Errorf(status.Internal, "rebasing %s: %v", s.pathName(p), err)
 			}
-			if _, exists := s.prims[m]; exists {
+			if s.prims.has(m) {
 				s.mu.Unlock()
 				return status.Errorf(status.PrimNotFound, "clone target %s already exists; nothing was cloned", s.pathName(m))
 			}

@@ -104,7 +104,7 @@ func (s *Stage) Query(preds []Predicate, attrs []uint64) (uint64, uint64, error)
 		return 0, 0, err
 	}
 	q := &Query{Handle: newHandle(), selections: map[*column.Column]*column.Selection{}}
-	q.Producer = s.enqueueLocked(opSpec{run: func(*sched.Op) error {
+	q.Producer = s.enqueueLocked(opSpec{gate: QueryGate, run: func(*sched.Op) error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if err := s.checkLiveLocked(); err != nil {
@@ -128,8 +128,8 @@ func (s *Stage) Query(preds []Predicate, attrs []uint64) (uint64, uint64, error)
 
 // evaluateLocked returns the held prims (by path id) matching every predicate.
 func (s *Stage) evaluateLocked(preds []Predicate) ([]uint64, error) {
-	prims := make([]uint64, 0, len(s.prims))
-	for p := range s.prims {
+	prims := make([]uint64, 0, s.prims.len())
+	for p := range s.prims.all() {
 		prims = append(prims, p)
 	}
 	slices.Sort(prims)
@@ -208,9 +208,9 @@ func (s *Stage) matchDerivedLocked(name string, p Predicate, prims []uint64, kee
 		case name == BuiltinParent && p.Op == OpIn:
 			keep[k] = hasParent && paths[parent]
 		case name == BuiltinChildren && p.Op == OpHas:
-			keep[k] = len(s.children[prim]) > 0
+			keep[k] = len(s.childrenLocked(prim)) > 0
 		case name == BuiltinChildren && p.Op == OpContains:
-			for child := range s.children[prim] {
+			for child := range s.childrenLocked(prim) {
 				if paths[child] {
 					keep[k] = true
 				}

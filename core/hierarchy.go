@@ -148,7 +148,7 @@ func (s *Stage) relationsLocked(paths []uint64, ordinal uint64, relation int32) 
 		})
 	}
 	for i, p := range paths {
-		if _, held := s.prims[p]; !held {
+		if !s.prims.has(p) {
 			res.Items[i].Status = status.NotFound
 			continue
 		}
@@ -160,11 +160,11 @@ func (s *Stage) relationsLocked(paths []uint64, ordinal uint64, relation int32) 
 				related = []uint64{parent}
 			}
 		case RelationChildren:
-			for c := range s.children[p] {
+			for c := range s.childrenLocked(p) {
 				related = append(related, c)
 			}
 		case RelationSiblings:
-			for c := range s.children[parent] {
+			for c := range s.childrenLocked(parent) {
 				if c != p {
 					related = append(related, c)
 				}
@@ -365,11 +365,17 @@ func (s *Stage) sealedValuesLocked(attr uint64, accept func(column.Schema) bool,
 				s.tokenName(attr), c.Schema.DType, c.Schema.IsArray, s.pathName(prims[0]), want)
 		}
 		if len(prims) > 0 {
-			data := snap.Views[0].Buffer.Bytes()
+			host, err := c.HostCopy(snap.Views[0].Buffer) // GPU columns: a host copy
+			if err != nil {
+				snap.Release()
+				return err
+			}
+			data := host.Bytes()
 			rb := c.RowBytes()
 			for k, p := range prims {
 				fn(c, p, data[int(rows[k])*rb:int(rows[k]+1)*rb])
 			}
+			host.Release()
 		}
 		if snap.Views != nil {
 			snap.Release()

@@ -55,13 +55,12 @@ func checkDType(dt dlpack.DType, name string) error {
 	return nil
 }
 
-// checkDevice accepts host-accessible tensors.
+// checkDevice accepts host and CUDA tensors (whether a GPU is usable is decided at copy-in,
+// see placement.go).
 func checkDevice(t dlpack.Tensor, name string) error {
 	switch t.DeviceType {
-	case dlpack.DeviceCPU, dlpack.DeviceCUDAHost:
+	case dlpack.DeviceCPU, dlpack.DeviceCUDAHost, dlpack.DeviceCUDA, dlpack.DeviceCUDAManaged:
 		return nil
-	case dlpack.DeviceCUDA, dlpack.DeviceCUDAManaged:
-		return status.Errorf(status.NotSupported, "%s: CUDA tensors are not supported yet (GPU columns are not implemented in this build); copy to host first", name)
 	}
 	return status.Errorf(status.NotSupported, "%s: device type %d is not supported", name, t.DeviceType)
 }

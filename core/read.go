@@ -114,7 +114,9 @@ func (s *Stage) ReadAttributes(qh uint64, attrs []uint64, rng OrdinalRange) (uin
 	}
 	r := &Read{Handle: newHandle()}
 	deps := s.pendingAdvancesLocked()
-	if len(deps) == 0 && (q.Producer == nil || q.Producer.Done()) {
+	// A ready read runs here (admission failures come back in the enqueue result), unless the
+	// query test gate is armed: then it is an op like any other, held by the gate.
+	if len(deps) == 0 && (q.Producer == nil || q.Producer.Done()) && !QueryGate.Active() {
 		groups, err := s.collectGroupsLocked(q, attrs, rng)
 		if err != nil {
 			return 0, 0, err
@@ -122,7 +124,7 @@ func (s *Stage) ReadAttributes(qh uint64, attrs []uint64, rng OrdinalRange) (uin
 		r.groups = groups
 		r.Op = s.registerDoneLocked()
 	} else {
-		r.Op = s.enqueueLocked(opSpec{deps: deps, inputs: []*sched.Op{q.Producer}, run: func(*sched.Op) error {
+		r.Op = s.enqueueLocked(opSpec{deps: deps, inputs: []*sched.Op{q.Producer}, gate: QueryGate, run: func(*sched.Op) error {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			if err := s.checkLiveLocked(); err != nil {
@@ -259,7 +261,7 @@ func (s *Stage) valueGroupLocked(q *Query, a uint64, c *column.Column, queryIdx 
 	g.IsArray, g.Semantic, g.LayoutGen = c.Schema.IsArray, c.Schema.Semantic, snap.Layout
 	for _, v := range snap.Views {
 		g.Tensors = append(g.Tensors, TensorView{Buffer: v.Buffer, ByteOffset: int(v.ByteOffset),
-			DType: c.Schema.DType, Rows: v.Rows, DeviceType: dlpack.DeviceCPU})
+			DType: c.Schema.DType, Rows: v.Rows, DeviceType: v.Buffer.DeviceType(), DeviceID: v.Buffer.DeviceID()})
 	}
 	if !c.Schema.IsArray && !snap.Dense {
 		g.DataIndexMap = make([]uint32, len(rows))

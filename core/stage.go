@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/column"
 	"github.com/ovstage-go/ovstage/core/pathdict"
 	"github.com/ovstage-go/ovstage/core/sched"
@@ -47,9 +48,8 @@ type Stage struct {
 	pendingMutations map[*sched.Op]uint64
 	// pendingAdvances are unfinished floor advances (later reads wait for them).
 	pendingAdvances map[*sched.Op]struct{}
-	// prims holds every prim that exists (committed state); children indexes them by parent.
-	prims    map[uint64]struct{}
-	children map[uint64]map[uint64]struct{}
+	// prims holds every prim that exists (committed state), with a parent index on demand.
+	prims primSet
 	// primsRemoved: a whole-prim delete happened, so a write to an existing column row may
 	// re-create a prim (writes then register their prims even when no row was added).
 	primsRemoved atomic.Bool
@@ -63,8 +63,11 @@ type Stage struct {
 	ordinalQueries map[uint64]*OrdinalQuery
 	maps           map[uint64]*Map
 	// toStart holds ops enqueued under s.mu; unlockAndStart submits them once the lock is
-	// released, because a ready op may run inline and take s.mu itself.
-	toStart []func()
+	// released, because a ready op may run inline and take s.mu itself (see enqueue.go).
+	toStart    []startItem
+	toStartBuf [2]startItem
+	// closing is closed when Destroy begins: ops held by a test gate give up.
+	closing chan struct{}
 }
 
 // Config holds per-stage settings.
@@ -79,12 +82,13 @@ func NewStage(name string, cfg Config) *Stage {
 		ID: newHandle(), Name: name, dict: pathdict.Global(), pool: sched.NewPool(cfg.Workers),
 		ops: map[uint64]*sched.Op{}, sameOrdinalTail: map[uint64]*sched.Op{},
 		pendingMutations: map[*sched.Op]uint64{}, pendingAdvances: map[*sched.Op]struct{}{},
-		prims: map[uint64]struct{}{}, children: map[uint64]map[uint64]struct{}{},
 		columns: map[uint64][]*column.Column{},
 		floors:  newFloors(), requested: newFloors(),
 		queries: map[uint64]*Query{}, reads: map[uint64]*Read{}, groups: map[uint64]*Group{},
 		ordinalQueries: map[uint64]*OrdinalQuery{}, maps: map[uint64]*Map{},
+		closing: make(chan struct{}),
 	}
+	s.toStart = s.toStartBuf[:0]
 	s.onCreated()
 	stagesMu.Lock()
 	stages[s.ID] = s
@@ -118,6 +122,7 @@ func (s *Stage) Destroy() {
 		return
 	}
 	s.destroyed = true
+	close(s.closing)
 	s.mu.Unlock()
 	s.pool.Drain()
 	s.onDestroyed()
@@ -145,6 +150,12 @@ func (s *Stage) Destroy() {
 	}
 	s.groups, s.reads, s.queries, s.columns, s.ordinalQueries, s.maps = nil, nil, nil, nil, nil, nil
 	s.ops = map[uint64]*sched.Op{}
+	stagesMu.RLock()
+	last := len(stages) == 0
+	stagesMu.RUnlock()
+	if last {
+		buffer.Trim() // no stage left to reuse recycled buffers
+	}
 }
 
 func (s *Stage) checkLiveLocked() error {
@@ -152,71 +163,6 @@ func (s *Stage) checkLiveLocked() error {
 		return status.Errorf(status.InvalidHandle, "stage %d was destroyed", s.ID)
 	}
 	return nil
-}
-
-// opSpec describes an op to enqueue.
-type opSpec struct {
-	deps     []*sched.Op
-	inputs   []*sched.Op
-	mutation bool   // ordinal-keyed mutation (write, delete, ...)
-	ordinal  uint64 // for mutations
-	advance  bool   // floor advance
-	run      func(op *sched.Op) error
-}
-
-// enqueueLocked registers and submits an op. s.mu must be held.
-func (s *Stage) enqueueLocked(spec opSpec) *sched.Op {
-	s.nextOp++
-	id := s.nextOp
-	deps := spec.deps
-	if spec.mutation {
-		if tail := s.sameOrdinalTail[spec.ordinal]; tail != nil {
-			deps = append(deps, tail)
-		}
-	}
-	op := sched.NewOp(id, deps, spec.inputs)
-	s.ops[id] = op
-	if spec.mutation {
-		s.sameOrdinalTail[spec.ordinal] = op
-		s.pendingMutations[op] = spec.ordinal
-	}
-	if spec.advance {
-		s.pendingAdvances[op] = struct{}{}
-	}
-	run := func() error { return spec.run(op) }
-	cleanup := func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if spec.mutation {
-			delete(s.pendingMutations, op)
-			if s.sameOrdinalTail[spec.ordinal] == op {
-				delete(s.sameOrdinalTail, spec.ordinal)
-			}
-		}
-		if spec.advance {
-			delete(s.pendingAdvances, op)
-		}
-	}
-	s.toStart = append(s.toStart, func() { s.pool.Submit(op, run, cleanup) })
-	return op
-}
-
-// unlockAndStart releases s.mu and submits the ops enqueued while it was held.
-func (s *Stage) unlockAndStart() {
-	start := s.toStart
-	s.toStart = nil
-	s.mu.Unlock()
-	for _, fn := range start {
-		fn()
-	}
-}
-
-// registerDoneLocked records an op that already completed on the caller's thread.
-func (s *Stage) registerDoneLocked() *sched.Op {
-	s.nextOp++
-	op := sched.Immediate(s.nextOp, nil)
-	s.ops[op.ID] = op
-	return op
 }
 
 func (s *Stage) pendingAdvancesLocked() []*sched.Op {
@@ -326,36 +272,18 @@ func (s *Stage) Diagnostics() Diagnostics {
 		Groups: len(s.groups), Columns: n, OrdinalQueries: len(s.ordinalQueries), Maps: len(s.maps)}
 }
 
-// addPrimsLocked records prims as existing (and in their parents' child sets).
+// addPrimsLocked records prims as existing.
 func (s *Stage) addPrimsLocked(prims []uint64) {
 	for _, p := range prims {
-		if _, ok := s.prims[p]; ok {
-			continue
-		}
-		s.prims[p] = struct{}{}
-		parent := s.dict.Parent(p)
-		kids := s.children[parent]
-		if kids == nil {
-			kids = map[uint64]struct{}{}
-			s.children[parent] = kids
-		}
-		kids[p] = struct{}{}
+		s.prims.add(p, s.dict.Parent)
 	}
 }
 
 // removePrimsLocked forgets prims (whole-prim delete).
 func (s *Stage) removePrimsLocked(prims []uint64) {
 	for _, p := range prims {
-		if _, ok := s.prims[p]; !ok {
-			continue
-		}
-		delete(s.prims, p)
+		s.prims.remove(p, s.dict.Parent)
 		s.primsRemoved.Store(true)
-		parent := s.dict.Parent(p)
-		delete(s.children[parent], p)
-		if len(s.children[parent]) == 0 {
-			delete(s.children, parent)
-		}
 	}
 }
 

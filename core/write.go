@@ -32,10 +32,17 @@ type WriteRequest struct {
 	Semantic    int32
 	IsArray     bool
 	PrimMode    int32
+	// Device is the requested placement (zero value: follow the source tensor); Sync is the
+	// caller's CUDA work to wait for before the payload is read (placement.go).
+	Device column.Placement
+	Sync   CudaSync
 }
 
-// preparedWrite is a validated write whose payload is already copied into engine memory, so
-// the caller's tensors may be freed as soon as the enqueue returns.
+// preparedWrite is a validated write. Its payload is copied into engine memory at enqueue, so
+// the caller's tensors may be freed as soon as the enqueue returns, except for large host
+// payloads (see DeferCopyBytes): those are copied by the op on a worker, and the caller keeps
+// the source alive and unchanged until the op completes (the reference's contract for every
+// write, spec §3.8).
 type preparedWrite struct {
 	label    string // argument name for messages ("writes[1]" in a batch)
 	attr     uint64
@@ -53,6 +60,14 @@ type preparedWrite struct {
 	rowOff, rowLen    []int64
 	packed, split     bool
 	width, widthElems int64
+	// size is the payload's byte size; src holds the tensors of a deferred copy (nil once
+	// copied); delta is the storage of the staged delta (one allocation per write).
+	size  int64
+	src   []dlpack.Tensor
+	delta column.Delta
+	// place is where the payload (and a column the write creates) lives; the zero value (map
+	// commits, clones) adopts the existing column's placement, or the host (placement.go).
+	place column.Placement
 }
 
 // resolveAttribute returns the token for a token-or-string attribute argument.
@@ -72,33 +87,47 @@ func (s *Stage) resolveAttribute(tok uint64, name, arg string) (uint64, error) {
 
 // prepareWrite validates everything that does not depend on stage state and copies the payload.
 func (s *Stage) prepareWrite(req WriteRequest, label string) (*preparedWrite, error) {
+	w := &preparedWrite{}
+	if err := s.prepareWriteInto(w, &req, label); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// prepareWriteInto is prepareWrite into caller-provided zeroed storage. On failure nothing is
+// held.
+func (s *Stage) prepareWriteInto(w *preparedWrite, req *WriteRequest, label string) error {
 	attr, err := s.resolveAttribute(req.AttrToken, req.AttrName, label+"attribute")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	name := s.tokenName(attr)
 	if derivedBuiltins[name] {
-		return nil, status.Errorf(status.NotSupported, "%sattribute %q is a derived built-in and cannot be written", label, name)
+		return status.Errorf(status.NotSupported, "%sattribute %q is a derived built-in and cannot be written", label, name)
 	}
 	if req.PrimMode != PrimModeUpsert && req.PrimMode != PrimModeInsert {
-		return nil, status.Errorf(status.InvalidArgument, "prim_mode %d is not UPSERT (0) or INSERT (1)", req.PrimMode)
+		return status.Errorf(status.InvalidArgument, "prim_mode %d is not UPSERT (0) or INSERT (1)", req.PrimMode)
 	}
 	if req.HasIndexMap && req.HasMask {
-		return nil, status.Errorf(status.InvalidArgument, "%sindex_map and mask are mutually exclusive", label)
+		return status.Errorf(status.InvalidArgument, "%sindex_map and mask are mutually exclusive", label)
 	}
 	if (req.HasIndexMap || req.HasMask) && req.Count == 0 {
-		return nil, status.Errorf(status.InvalidArgument, "%scount must be non-zero when index_map or mask is supplied", label)
+		return status.Errorf(status.InvalidArgument, "%scount must be non-zero when index_map or mask is supplied", label)
 	}
 	if req.HasIndexMap && len(req.IndexMap) < int(req.Count) {
-		return nil, status.Errorf(status.InvalidArgument, "%sindex_map has %d entries, fewer than count %d", label, len(req.IndexMap), req.Count)
+		return status.Errorf(status.InvalidArgument, "%sindex_map has %d entries, fewer than count %d", label, len(req.IndexMap), req.Count)
 	}
 	if req.HasMask && len(req.Mask)*64 < int(req.Count) {
-		return nil, status.Errorf(status.InvalidArgument, "%smask has %d words, fewer than ceil(count/64) for count %d", label, len(req.Mask), req.Count)
+		return status.Errorf(status.InvalidArgument, "%smask has %d words, fewer than ceil(count/64) for count %d", label, len(req.Mask), req.Count)
 	}
 	if len(req.Tensors) == 0 {
-		return nil, status.Errorf(status.InvalidArgument, "%stensors: at least one tensor is required", label)
+		return status.Errorf(status.InvalidArgument, "%stensors: at least one tensor is required", label)
 	}
-	w := &preparedWrite{label: label, attr: attr, count: req.Count, primMode: req.PrimMode, ordinal: req.Ordinal}
+	// w is fresh (zero) storage: set fields one by one rather than copying a whole literal.
+	w.label, w.attr, w.count, w.primMode, w.ordinal = label, attr, req.Count, req.PrimMode, req.Ordinal
+	if w.place, err = resolvePlacement(req.Tensors[0], req.Device, label+"tensors[0]"); err != nil {
+		return err
+	}
 	if req.HasIndexMap {
 		w.indexMap = req.IndexMap[:req.Count]
 	}
@@ -112,23 +141,34 @@ func (s *Stage) prepareWrite(req WriteRequest, label string) (*preparedWrite, er
 		dt, err = w.prepareFixed(req.Tensors)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	w.schema = column.Schema{IsArray: req.IsArray, DType: dt, Semantic: req.Semantic}
 	if err := checkSemanticLayout(label, req.Semantic, dt, req.IsArray); err != nil {
-		return nil, err
+		return err
 	}
 	if err := checkBuiltinLayout(label, name, dt, req.IsArray); err != nil {
-		return nil, err
+		return err
 	}
 	if w.indexMap != nil && !w.packed {
 		for i, v := range w.indexMap {
 			if int64(v) >= w.rows {
-				return nil, status.Errorf(status.InvalidArgument, "%sindex_map[%d] = %d is not below the payload's %d rows", label, i, v, w.rows)
+				return status.Errorf(status.InvalidArgument, "%sindex_map[%d] = %d is not below the payload's %d rows", label, i, v, w.rows)
 			}
 		}
 	}
-	return w, w.copyPayload(req.Tensors)
+	for _, t := range req.Tensors {
+		w.size += t.ByteSize()
+	}
+	if needsGPU(req.Tensors, w.place, req.Sync) {
+		// a GPU is involved: copy now, device to device where possible (placement.go)
+		return w.copyPayloadPlaced(req.Tensors, req.Sync)
+	}
+	if deferCopy(req.Tensors, w.size) {
+		w.src = req.Tensors
+		return nil
+	}
+	return w.copyPayload(req.Tensors, nil)
 }
 
 func (w *preparedWrite) prepareFixed(tensors []dlpack.Tensor) (dlpack.DType, error) {
@@ -168,13 +208,14 @@ func (w *preparedWrite) prepareArray(tensors []dlpack.Tensor) (dlpack.DType, err
 	return dt, nil
 }
 
-// copyPayload copies every tensor back to back into one engine buffer.
-func (w *preparedWrite) copyPayload(tensors []dlpack.Tensor) error {
+// copyPayload copies every tensor back to back into one engine buffer (pool, if not nil,
+// lends free worker slots to split large copies).
+func (w *preparedWrite) copyPayload(tensors []dlpack.Tensor, pool *sched.Pool) error {
 	total := int64(0)
 	for _, t := range tensors {
 		total += t.ByteSize()
 	}
-	payload, err := buffer.New(int(total))
+	payload, err := buffer.NewUninit(int(total))
 	if err != nil {
 		return err
 	}
@@ -182,7 +223,7 @@ func (w *preparedWrite) copyPayload(tensors []dlpack.Tensor) error {
 	off := int64(0)
 	for _, t := range tensors {
 		n := t.ByteSize()
-		if err := t.CopyCompact(dst[off : off+n]); err != nil {
+		if err := copyTensor(dst[off:off+n], t, pool); err != nil {
 			payload.Release()
 			return err
 		}
@@ -210,7 +251,7 @@ func (w *preparedWrite) splitPacked(logical int) error {
 		}
 		what = "max(index_map)+1"
 	}
-	size := int64(w.payload.Size())
+	size := w.size
 	elem := int64(w.schema.DType.ElemBytes())
 	if rows == 0 || size%rows != 0 || (size/rows)%elem != 0 {
 		return status.Errorf(status.InvalidArgument,
@@ -280,7 +321,7 @@ func (s *Stage) columnForWriteLocked(w *preparedWrite, targets []uint64) (*colum
 	}
 	if len(cols) == 1 { // the common case needs no per-prim liveness checks
 		if storage, role := matches(cols[0]); storage && role {
-			return cols[0], nil
+			return cols[0], s.checkPlacement(w, cols[0])
 		}
 	}
 	var target *column.Column
@@ -301,7 +342,7 @@ func (s *Stage) columnForWriteLocked(w *preparedWrite, targets []uint64) (*colum
 			target, targetLive = c, live != 0
 		}
 	}
-	return target, nil
+	return target, s.checkPlacement(w, target)
 }
 
 // firstLive returns the first of prims that carries c's attribute (0 when none does).
@@ -319,7 +360,7 @@ func (s *Stage) checkInsertLocked(w *preparedWrite, targets []uint64) error {
 		return nil
 	}
 	for _, p := range targets {
-		if _, ok := s.prims[p]; ok {
+		if s.prims.has(p) {
 			return status.Errorf(status.PrimNotFound, "INSERT: prim %s already exists (INSERT only creates prims); nothing was written", s.pathName(p))
 		}
 	}
@@ -336,11 +377,13 @@ func (s *Stage) checkAdmission(floor, ordinal, attr uint64) error {
 
 // WriteAttribute validates and copies the payload, then enqueues the write at its ordinal.
 func (s *Stage) WriteAttribute(req WriteRequest) (uint64, error) {
-	w, err := s.prepareWrite(req, "")
-	if err != nil {
+	o := &writeOp{}
+	if err := s.prepareWriteInto(&o.one, &req, ""); err != nil {
 		return 0, err
 	}
-	return s.enqueueWrites(req.Query, []*preparedWrite{w})
+	o.ws = o.oneList[:]
+	o.oneList[0] = &o.one
+	return s.enqueueWrites(req.Query, o)
 }
 
 // WriteAttributes enqueues a batch of writes of distinct attributes at one ordinal: the whole
@@ -349,50 +392,75 @@ func (s *Stage) WriteAttributes(query, ordinal uint64, primMode int32, reqs []Wr
 	if len(reqs) == 0 {
 		return 0, status.Errorf(status.InvalidArgument, "writes must contain at least one entry")
 	}
-	ws := make([]*preparedWrite, 0, len(reqs))
-	release := func() {
-		for _, w := range ws {
-			w.payload.Release()
-		}
-	}
+	o := &writeOp{ws: make([]*preparedWrite, 0, len(reqs))}
 	seen := map[uint64]int{}
 	for i, req := range reqs {
 		req.Ordinal, req.PrimMode = ordinal, primMode
 		w, err := s.prepareWrite(req, fmt.Sprintf("writes[%d]: ", i))
 		if err != nil {
-			release()
+			o.releasePayloads()
 			return 0, err
 		}
-		ws = append(ws, w)
+		o.ws = append(o.ws, w)
 		if j, dup := seen[w.attr]; dup {
-			release()
+			o.releasePayloads()
 			return 0, status.Errorf(status.InvalidArgument, "writes[%d] and writes[%d] both write attribute %q; batch entries must name distinct attributes",
 				j, i, s.tokenName(w.attr))
 		}
 		seen[w.attr] = i
 	}
-	return s.enqueueWrites(query, ws)
+	return s.enqueueWrites(query, o)
 }
 
-func (s *Stage) enqueueWrites(qh uint64, ws []*preparedWrite) (uint64, error) {
+// writeOp is one write or write batch: the op, its entries and (for a single write) their
+// storage, allocated together.
+type writeOp struct {
+	stageOp
+	q       *Query
+	ws      []*preparedWrite
+	one     preparedWrite
+	oneList [1]*preparedWrite
+}
+
+// Run applies the entries (on a worker, or inline when the op is ready at enqueue).
+func (o *writeOp) Run(op *sched.Op) error { return o.s.applyWrites(op, o.q, o.ws) }
+
+// Cleanup releases payloads that were not staged (failed entries, failed inputs, a failure
+// injected by a test gate), then does the stage bookkeeping.
+func (o *writeOp) Cleanup(op *sched.Op) {
+	o.releasePayloads()
+	o.stageOp.Cleanup(op)
+}
+
+func (o *writeOp) releasePayloads() {
+	for _, w := range o.ws {
+		if w.payload.Valid() {
+			w.payload.Release()
+			w.payload = buffer.Buffer{}
+		}
+		w.src = nil
+	}
+}
+
+func (s *Stage) enqueueWrites(qh uint64, o *writeOp) (uint64, error) {
 	s.mu.Lock()
 	defer s.unlockAndStart()
-	id, err := s.enqueueWritesLocked(qh, ws)
+	id, err := s.enqueueWritesLocked(qh, o)
 	if err != nil {
-		for _, w := range ws {
-			w.payload.Release()
-		}
+		o.releasePayloads()
 	}
 	return id, err
 }
 
-func (s *Stage) enqueueWritesLocked(qh uint64, ws []*preparedWrite) (uint64, error) {
+func (s *Stage) enqueueWritesLocked(qh uint64, o *writeOp) (uint64, error) {
 	q, err := s.queryLocked(qh)
 	if err != nil {
 		return 0, err
 	}
 	resolved := q.Producer == nil || q.Producer.Done()
-	for _, w := range ws {
+	deferred := false
+	for _, w := range o.ws {
+		deferred = deferred || w.src != nil
 		if err := s.checkAdmission(s.requested.effective(w.attr), w.ordinal, w.attr); err != nil {
 			return 0, err
 		}
@@ -410,36 +478,32 @@ func (s *Stage) enqueueWritesLocked(qh uint64, ws []*preparedWrite) (uint64, err
 			return 0, err
 		}
 	}
-	op := s.enqueueLocked(opSpec{
-		inputs: []*sched.Op{q.Producer}, mutation: true, ordinal: ws[0].ordinal,
-		run: func(op *sched.Op) error { return s.applyWrites(op, q, ws) },
-	})
+	o.q, o.mutation, o.ordinal = q, true, o.ws[0].ordinal
+	var inputs [1]*sched.Op
+	inputs[0] = q.Producer
+	op := s.enqueueOpLocked(&o.stageOp, o, nil, inputs[:], deferred)
 	q.addUserLocked(op)
 	return op.ID, nil
 }
 
 // applyWrites runs on a worker: per entry it re-checks admission against the applied floors,
 // creates prims and the column as needed, and stages the payload as a delta. Entries apply in
-// order; a failing entry stops the batch (earlier entries stay applied, spec §3.8).
+// order; a failing entry stops the batch (earlier entries stay applied, spec §3.8). Payloads
+// left unstaged are released by writeOp.Cleanup.
 func (s *Stage) applyWrites(op *sched.Op, q *Query, ws []*preparedWrite) error {
 	if len(ws) > 1 && ws[0].primMode == PrimModeInsert {
 		// INSERT applies to the batch as a whole: check every entry's prims before the first
-		// entry creates them, then apply the entries as upserts.
+		// entry creates them, then apply the entries as upserts. (Payloads of entries that
+		// are not staged are released by writeOp.Cleanup.)
 		if err := s.checkBatchInsert(q, ws); err != nil {
-			for _, w := range ws {
-				w.payload.Release()
-			}
 			return err
 		}
 		for _, w := range ws {
 			w.primMode = PrimModeUpsert
 		}
 	}
-	for i, w := range ws {
+	for _, w := range ws {
 		if err := s.applyWrite(op, q, w); err != nil {
-			for _, rest := range ws[i+1:] {
-				rest.payload.Release()
-			}
 			return err
 		}
 	}
@@ -462,12 +526,14 @@ func (s *Stage) checkBatchInsert(q *Query, ws []*preparedWrite) error {
 }
 
 func (s *Stage) applyWrite(op *sched.Op, q *Query, w *preparedWrite) error {
-	staged := false
-	defer func() {
-		if !staged {
-			w.payload.Release()
+	if w.src != nil {
+		// Deferred copy-in, outside the stage lock so other ops proceed meanwhile.
+		err := w.copyPayload(w.src, s.pool)
+		w.src = nil
+		if err != nil {
+			return err
 		}
-	}()
+	}
 	s.mu.Lock()
 	if err := s.checkLiveLocked(); err != nil {
 		s.mu.Unlock()
@@ -485,7 +551,7 @@ func (s *Stage) applyWrite(op *sched.Op, q *Query, w *preparedWrite) error {
 		err = s.checkInsertLocked(w, targets)
 	}
 	if err == nil && len(targets) > 0 && c == nil {
-		c, err = column.New(w.attr, w.schema)
+		c, err = newPlacedColumn(w)
 		if err == nil {
 			s.columns[w.attr] = append(s.columns[w.attr], c)
 		}
@@ -495,10 +561,10 @@ func (s *Stage) applyWrite(op *sched.Op, q *Query, w *preparedWrite) error {
 		return err
 	}
 	s.mu.Unlock()
-	staged = true
-	d := &column.Delta{Ordinal: w.ordinal, Seq: op.ID, Src: src, Payload: w.payload, RowOff: w.rowOff, RowLen: w.rowLen,
+	w.delta = column.Delta{Ordinal: w.ordinal, Seq: op.ID, Src: src, Payload: w.payload, RowOff: w.rowOff, RowLen: w.rowLen,
 		Width: w.width, WidthElems: w.widthElems}
-	if c.Stage(targets, d) || s.primsRemoved.Load() {
+	w.payload = buffer.Buffer{} // the column owns it now
+	if c.Stage(targets, &w.delta) || s.primsRemoved.Load() {
 		// New rows mean possibly new prims; existing rows' prims are already recorded unless
 		// a whole-prim delete removed them since.
 		s.mu.Lock()

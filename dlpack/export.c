@@ -134,3 +134,9 @@ void ovs_capsule_destructor(void* capsule) {
 		if (m && m->deleter) m->deleter(m);
 	}
 }
+
+// ovs_export_buffer is the buffer an export made by ovs_export_new views (for GPU stream
+// synchronization of device exports).
+ovs_buffer* ovs_export_buffer(DLManagedTensorVersioned* m) {
+	return ((ovs_export_v*)m->manager_ctx)->buf;
+}

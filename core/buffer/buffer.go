@@ -7,6 +7,10 @@ package buffer
 #include <stdlib.h>
 #include "ovs_buffer.h"
 ovs_buffer* ovs_buffer_new(size_t size);
+ovs_buffer* ovs_buffer_new_uninit(size_t size);
+void ovs_buffer_trim(void);
+void ovs_copy(void* dst, const void* src, size_t n);
+int64_t ovs_buffer_cached_bytes(void);
 int64_t ovs_buffer_live_count(void);
 int64_t ovs_buffer_live_bytes(void);
 static void ovs_retain(ovs_buffer* b) { ovs_buffer_retain(b); }
@@ -36,6 +40,34 @@ func New(size int) (Buffer, error) {
 	return Buffer{b: b}, nil
 }
 
+// NewUninit is New without the zero fill, for a payload the caller overwrites completely
+// before anyone reads it.
+func NewUninit(size int) (Buffer, error) {
+	if size < 0 {
+		return Buffer{}, status.Errorf(status.InvalidArgument, "buffer size %d is negative", size)
+	}
+	b := C.ovs_buffer_new_uninit(C.size_t(size))
+	if b == nil {
+		return Buffer{}, status.Errorf(status.OutOfMemory, "cannot allocate %d bytes", size)
+	}
+	return Buffer{b: b}, nil
+}
+
+// Copy copies n bytes from src to dst (non-overlapping) with the C library's memcpy, which
+// streams large copies past the cache; for small ones Go's copy is cheaper (no cgo call).
+func Copy(dst, src unsafe.Pointer, n int) {
+	if n > 0 {
+		C.ovs_copy(dst, src, C.size_t(n))
+	}
+}
+
+// Trim frees the memory of released large buffers kept for reuse.
+func Trim() { C.ovs_buffer_trim() }
+
+// CachedBytes is the memory of released large buffers kept for reuse (at most 1 GiB in 8
+// buffers; see buffer.c).
+func CachedBytes() int64 { return int64(C.ovs_buffer_cached_bytes()) }
+
 // Valid reports whether the buffer refers to memory.
 func (b Buffer) Valid() bool { return b.b != nil }
 
@@ -45,8 +77,12 @@ func (b Buffer) Data() unsafe.Pointer { return b.b.data }
 // Size is the payload size in bytes.
 func (b Buffer) Size() int { return int(b.b.size) }
 
-// Bytes views the payload as a Go slice (C memory; valid while a reference is held).
+// Bytes views the payload as a Go slice (C memory; valid while a reference is held). Host
+// buffers only: device memory is not addressable from the CPU (see OnHost).
 func (b Buffer) Bytes() []byte {
+	if !b.OnHost() {
+		panic("buffer.Bytes called on a device buffer (device memory is not host-addressable)")
+	}
 	if b.b.size == 0 {
 		return nil
 	}

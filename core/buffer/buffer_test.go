@@ -1,6 +1,7 @@
 package buffer
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -36,4 +37,84 @@ func TestZeroSizeBufferHasData(t *testing.T) {
 func TestNegativeSizeRejected(t *testing.T) {
 	_, err := New(-1)
 	require.Error(t, err)
+}
+
+func TestUninitBufferIsAlignedAndAccounted(t *testing.T) {
+	before, beforeBytes := LiveCount(), LiveBytes()
+	b, err := NewUninit(1000)
+	require.NoError(t, err)
+	assert.Zero(t, uintptr(b.Data())%64)
+	assert.Len(t, b.Bytes(), 1000)
+	assert.Equal(t, before+1, LiveCount())
+	assert.Equal(t, beforeBytes+1000, LiveBytes())
+	b.Release()
+	assert.Equal(t, before, LiveCount())
+	assert.Equal(t, beforeBytes, LiveBytes())
+}
+
+func TestLargeBuffersAreReusedWarmAndZeroedOnRequest(t *testing.T) {
+	Trim()
+	const size = 3<<20 + 5
+	a, err := NewUninit(size)
+	require.NoError(t, err)
+	copy(a.Bytes(), bytes.Repeat([]byte{0xAB}, size))
+	addr := a.Data()
+	a.Release()
+	assert.Equal(t, int64(3<<20+4096), CachedBytes(), "rounded up to a page and kept")
+
+	b, err := NewUninit(size)
+	require.NoError(t, err)
+	assert.Equal(t, addr, b.Data(), "same-size allocation reuses the cached memory")
+	assert.Zero(t, CachedBytes())
+	b.Release()
+
+	z, err := New(size)
+	require.NoError(t, err)
+	assert.Equal(t, addr, z.Data())
+	assert.Equal(t, make([]byte, size), z.Bytes(), "New zero-fills reused memory")
+	z.Release()
+
+	other, err := NewUninit(8 << 20)
+	require.NoError(t, err)
+	assert.NotEqual(t, addr, other.Data(), "a different size does not take the cached buffer")
+	other.Release()
+	assert.Equal(t, int64(3<<20+4096+8<<20), CachedBytes())
+	Trim()
+	assert.Zero(t, CachedBytes())
+}
+
+func TestCacheIsBounded(t *testing.T) {
+	Trim()
+	var bufs []Buffer
+	for i := 0; i < 70; i++ {
+		b, err := NewUninit(2 << 20)
+		require.NoError(t, err)
+		bufs = append(bufs, b)
+	}
+	for _, b := range bufs {
+		b.Release()
+	}
+	assert.Equal(t, int64(64*(2<<20)), CachedBytes(), "at most 64 large buffers are kept")
+	Trim()
+	assert.Zero(t, CachedBytes())
+}
+
+func TestSmallBuffersFromFourKiBAreRecycled(t *testing.T) {
+	Trim()
+	a, err := NewUninit(5000)
+	require.NoError(t, err)
+	copy(a.Bytes(), bytes.Repeat([]byte{7}, 5000))
+	addr := a.Data()
+	a.Release()
+	assert.Positive(t, CachedBytes())
+	b, err := New(5000)
+	require.NoError(t, err)
+	assert.Equal(t, addr, b.Data())
+	assert.Equal(t, make([]byte, 5000), b.Bytes(), "zero-filled on reuse")
+	b.Release()
+	tiny, err := NewUninit(100)
+	require.NoError(t, err)
+	tiny.Release()
+	Trim()
+	assert.Zero(t, CachedBytes(), "buffers below 4 KiB are not cached; Trim empties the cache")
 }

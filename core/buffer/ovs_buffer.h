@@ -9,9 +9,13 @@
 
 typedef struct ovs_buffer {
 	int64_t refs;     // atomic
-	void* data;       // payload, 64-byte aligned, never NULL
+	void* data;       // payload, 64-byte aligned (256 on a device), never NULL
 	size_t size;      // payload bytes
 	void (*destroy)(struct ovs_buffer*);
+	// Where data lives (DLPack device): kDLCPU (1) for host buffers, kDLCUDA (2) + ordinal for
+	// device buffers made by core/cuda (which embeds this header in a larger struct).
+	int32_t device_type;
+	int32_t device_id;
 } ovs_buffer;
 
 static inline void ovs_buffer_retain(ovs_buffer* b) {

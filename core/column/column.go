@@ -57,11 +57,11 @@ func (d *Delta) src(i int) int32 {
 	return d.Src[i]
 }
 
+// key is a row's sealed state. (Its sealed ordinal need not be kept: deltas fold in ordinal
+// order and the floor only rises, so a newer sealed version never meets an older delta.)
 type key struct {
-	hasSealed bool   // a sealed version (value or tombstone) exists
-	deleted   bool   // the sealed version is a tombstone
-	sealedOrd uint64 // ordinal of the sealed version
-	latestOrd uint64 // ordinal of the latest change, sealed or not
+	hasSealed bool // a sealed version (value or tombstone) exists
+	deleted   bool // the sealed version is a tombstone
 }
 
 // visible: latest reads return the key (its sealed version is a value).
@@ -91,11 +91,12 @@ type Column struct {
 	Name     uint64
 	Schema   Schema
 	rowBytes int // fixed: bytes per row; array: bytes per element
+	// store allocates and copies in the column's placement (host, or one CUDA device).
+	store Storage
 
 	mu     sync.Mutex
-	rowOf  map[uint64]int32
-	prims  []uint64
-	keys   []key
+	rows   rowIndex // prim <-> row
+	keys   keyStore
 	layout uint64 // layout generation: bumps when rows appear or keys are deleted/revived
 
 	// Fixed columns: rows in one buffer.
@@ -120,15 +121,25 @@ type Column struct {
 	lastGen   uint64
 }
 
-// New creates an empty column.
+// New creates an empty host column.
 func New(name uint64, schema Schema) (*Column, error) {
-	buf, err := buffer.New(0)
+	return NewPlaced(name, schema, HostStorage())
+}
+
+// NewPlaced creates an empty column whose buffers live where store puts them; the column
+// closes store.
+func NewPlaced(name uint64, schema Schema, store Storage) (*Column, error) {
+	buf, err := store.New(0)
 	if err != nil {
+		store.Close()
 		return nil, err
 	}
-	return &Column{Name: name, Schema: schema, rowBytes: schema.DType.ElemBytes(),
-		rowOf: map[uint64]int32{}, sealed: buf, layout: 1, retention: DefaultRetention}, nil
+	return &Column{Name: name, Schema: schema, rowBytes: schema.DType.ElemBytes(), store: store,
+		rows: newRowIndex(), sealed: buf, layout: 1, retention: DefaultRetention}, nil
 }
+
+// Placement is where the column's payload lives.
+func (c *Column) Placement() Placement { return c.store.Placement() }
 
 // RowBytes is the size of one fixed row (array columns: of one element).
 func (c *Column) RowBytes() int { return c.rowBytes }
@@ -156,40 +167,58 @@ func (c *Column) Stage(prims []uint64, d *Delta) bool {
 		d.Rows = c.lookupRows(prims)
 		c.lastPrims, c.lastRows, c.lastGen = prims, d.Rows, c.layout
 	}
-	for _, r := range d.Rows {
-		c.keys[r].latestOrd = max(c.keys[r].latestOrd, d.Ordinal)
-	}
 	c.insertPending(d)
 	c.addRecord(record{ordinal: d.Ordinal, seq: d.Seq, rows: d.Rows, tombstone: d.Tombstone})
 	return c.layout != gen
 }
 
+// latestPendingLocked is the ordinal of row r's latest unsealed change (0 if none). Only error
+// messages need it, so it is searched for rather than maintained per write.
+func (c *Column) latestPendingLocked(r int32) uint64 {
+	for i := len(c.pending) - 1; i >= 0; i-- {
+		for _, x := range c.pending[i].Rows {
+			if x == r {
+				return c.pending[i].Ordinal
+			}
+		}
+	}
+	return 0
+}
+
 func (c *Column) existingRows(prims []uint64) []int32 {
 	rows := make([]int32, 0, len(prims))
 	for _, p := range prims {
-		if r, ok := c.rowOf[p]; ok {
+		if r, ok := c.rows.lookup(p); ok {
 			rows = append(rows, r)
 		}
 	}
 	return rows
 }
 
-// lookupRows maps prims to rows, creating missing rows.
+// lookupRows maps prims to rows, creating missing rows. When the result is the first
+// len(prims) rows in order, it is the shared identity sequence (no allocation).
 func (c *Column) lookupRows(prims []uint64) []int32 {
-	rows := make([]int32, len(prims))
+	var rows []int32 // nil while rows[i] == i
 	for i, p := range prims {
-		r, ok := c.rowOf[p]
+		r, ok := c.rows.lookup(p)
 		if !ok {
-			r = int32(len(c.prims))
-			c.rowOf[p] = r
-			c.prims = append(c.prims, p)
-			c.keys = append(c.keys, key{})
+			r = c.rows.add(p)
+			c.keys.add(key{})
 			if c.Schema.IsArray {
 				c.arrays = append(c.arrays, arrayRow{})
 			}
 			c.layout++
 		}
-		rows[i] = r
+		if rows == nil && int(r) != i {
+			rows = make([]int32, i, len(prims))
+			copy(rows, identityRows(i))
+		}
+		if rows != nil {
+			rows = append(rows, r)
+		}
+	}
+	if rows == nil {
+		return identityRows(len(prims))
 	}
 	return rows
 }
@@ -248,7 +277,9 @@ func (c *Column) pruneRecords(floor uint64) {
 	// Records are exact from the next retained ordinal on; a coalesced key keeps its latest
 	// state (the sealed version) but loses older membership.
 	c.frontier = max(c.frontier, c.records[n-1].ordinal+1)
-	c.records = append([]record(nil), c.records[n:]...)
+	kept := copy(c.records, c.records[n:])
+	clear(c.records[kept:])
+	c.records = c.records[:kept]
 }
 
 // Seal folds every pending delta at or below floor, in (ordinal, seq) order.
@@ -272,6 +303,15 @@ func (c *Column) Seal(floor uint64) error {
 		}
 		c.pruneRecords(floor)
 	}()
+	for _, d := range fold { // host payloads of map commits and clones into a device column
+		if d.Payload.Valid() {
+			p, err := c.store.Import(d.Payload)
+			d.Payload = p
+			if err != nil {
+				return err
+			}
+		}
+	}
 	if c.Schema.IsArray {
 		for _, d := range fold {
 			c.applyArray(d)
@@ -282,10 +322,7 @@ func (c *Column) Seal(floor uint64) error {
 }
 
 func (c *Column) markSealed(r int32, d *Delta) {
-	k := &c.keys[r]
-	if k.hasSealed && d.Ordinal < k.sealedOrd {
-		return // a newer sealed version exists (cannot happen when folding in order)
-	}
+	k := c.keys.get(r)
 	// Latest reads return visible keys and select keys with no sealed version (to refuse
 	// them); a change of either invalidates cached selections. A key whose first sealed
 	// version is a tombstone stays invisible but leaves the selection.
@@ -293,14 +330,12 @@ func (c *Column) markSealed(r int32, d *Delta) {
 	if k.visible() == d.Tombstone || selected == d.Tombstone {
 		c.layout++
 	}
-	k.hasSealed = true
-	k.deleted = d.Tombstone
-	k.sealedOrd = d.Ordinal
+	c.keys.set(r, key{hasSealed: true, deleted: d.Tombstone})
 	c.sealedOrdinal = max(c.sealedOrdinal, d.Ordinal)
 }
 
 func (c *Column) applyFixed(fold []*Delta) error {
-	nrows := len(c.prims)
+	nrows := c.rows.len()
 	start := 0
 	for i := len(fold) - 1; i >= 0; i-- {
 		if c.coversWholeColumn(fold[i], nrows) {
@@ -309,9 +344,11 @@ func (c *Column) applyFixed(fold []*Delta) error {
 			c.sealed = fold[i].Payload
 			fold[i].Payload = buffer.Buffer{}
 			c.sealedCap, c.sealedRows = nrows, nrows
-			for r := range c.keys {
-				c.markSealed(int32(r), fold[i])
+			if c.keys.anyNotVisible() {
+				c.layout++ // some keys appear in latest reads
 			}
+			c.keys.setAll(key{hasSealed: true})
+			c.sealedOrdinal = max(c.sealedOrdinal, fold[i].Ordinal)
 			start = i + 1
 			break
 		}
@@ -319,25 +356,25 @@ func (c *Column) applyFixed(fold []*Delta) error {
 	if start == len(fold) {
 		return nil
 	}
-	if err := c.makeWritable(nrows); err != nil {
+	old, err := c.makeWritable(nrows)
+	if err != nil {
 		return err
 	}
-	dst := c.sealed.Bytes()
-	rb := c.rowBytes
+	if old.Valid() {
+		defer old.Release() // deferred calls run after the Flush below: copies may read it
+	}
 	for _, d := range fold[start:] {
-		var src []byte
-		if !d.Tombstone {
-			src = d.Payload.Bytes()
-		}
-		for i, r := range d.Rows {
-			if !d.Tombstone {
-				s := int(d.src(i))
-				copy(dst[int(r)*rb:int(r+1)*rb], src[s*rb:(s+1)*rb])
+		if !d.Tombstone { // a tombstone only marks keys; its rows keep their bytes
+			if err := c.store.Copy(c.sealed, d.Payload, rowRuns(d.Rows, d.Src, c.rowBytes)); err != nil {
+				_ = c.store.Flush(c.sealed)
+				return err
 			}
+		}
+		for _, r := range d.Rows {
 			c.markSealed(r, d)
 		}
 	}
-	return nil
+	return c.store.Flush(c.sealed)
 }
 
 func (c *Column) applyArray(d *Delta) {
@@ -361,6 +398,9 @@ func (c *Column) coversWholeColumn(d *Delta, nrows int) bool {
 	if d.Tombstone || d.Src != nil || len(d.Rows) != nrows || d.Payload.Size() != nrows*c.rowBytes {
 		return false
 	}
+	if nrows > 0 && &d.Rows[0] == &identityRows(1)[0] {
+		return true // the shared identity sequence
+	}
 	for i, r := range d.Rows {
 		if int(r) != i {
 			return false
@@ -370,31 +410,39 @@ func (c *Column) coversWholeColumn(d *Delta, nrows int) bool {
 }
 
 // makeWritable ensures the sealed buffer holds nrows rows and has no other reader, copying it
-// (copy-on-write) when a reader or export still holds the current version.
-func (c *Column) makeWritable(nrows int) error {
+// (copy-on-write) when a reader or export still holds the current version. It returns the
+// replaced version, which the caller releases once the storage is flushed (a device copy
+// from it may still be in flight).
+func (c *Column) makeWritable(nrows int) (buffer.Buffer, error) {
 	if c.sealed.Refs() == 1 && c.sealedCap >= nrows {
 		c.sealedRows = nrows
-		return nil
+		return buffer.Buffer{}, nil
 	}
 	capRows := nrows
 	if nrows > c.sealedCap && c.sealedCap > 0 {
 		capRows = max(nrows, c.sealedCap*2)
 	}
-	nb, err := buffer.New(capRows * c.rowBytes)
+	nb, err := c.store.New(capRows * c.rowBytes)
 	if err != nil {
-		return err
+		return buffer.Buffer{}, err
 	}
-	copy(nb.Bytes(), c.sealed.Bytes()[:min(c.sealedRows, nrows)*c.rowBytes])
-	c.sealed.Release()
+	keep := int64(min(c.sealedRows, nrows) * c.rowBytes)
+	if keep > 0 {
+		if err := c.store.Copy(nb, c.sealed, []Run{{Len: keep}}); err != nil {
+			nb.Release()
+			return buffer.Buffer{}, err
+		}
+	}
+	old := c.sealed
 	c.sealed, c.sealedCap, c.sealedRows = nb, capRows, nrows
-	return nil
+	return old, nil
 }
 
 // RowCount is the number of rows (prims that ever carried the attribute).
 func (c *Column) RowCount() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.prims)
+	return c.rows.len()
 }
 
 // Live reports whether prim carries the attribute in the committed (executed) state: it has a
@@ -402,7 +450,7 @@ func (c *Column) RowCount() int {
 func (c *Column) Live(prim uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, ok := c.rowOf[prim]
+	r, ok := c.rows.lookup(prim)
 	return ok && c.liveLocked(r)
 }
 
@@ -416,14 +464,14 @@ func (c *Column) liveLocked(r int32) bool {
 			}
 		}
 	}
-	return c.keys[r].visible()
+	return c.keys.get(r).visible()
 }
 
 // LivePrims lists prims whose latest committed change is a write.
 func (c *Column) LivePrims() []uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	state := make([]int8, len(c.prims)) // 0 unknown, 1 live, -1 deleted
+	state := make([]int8, c.rows.len()) // 0 unknown, 1 live, -1 deleted
 	for i := len(c.pending) - 1; i >= 0; i-- {
 		d := c.pending[i]
 		for _, r := range d.Rows {
@@ -436,9 +484,9 @@ func (c *Column) LivePrims() []uint64 {
 		}
 	}
 	var out []uint64
-	for r, p := range c.prims {
-		if state[r] == 1 || (state[r] == 0 && c.keys[r].visible()) {
-			out = append(out, p)
+	for r := range state {
+		if state[r] == 1 || (state[r] == 0 && c.keys.get(int32(r)).visible()) {
+			out = append(out, c.rows.primAt(int32(r)))
 		}
 	}
 	return out
@@ -461,4 +509,5 @@ func (c *Column) Close() {
 		}
 	}
 	c.pending = nil
+	c.store.Close()
 }

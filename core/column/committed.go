@@ -1,6 +1,11 @@
 package column
 
-import "unsafe"
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/ovstage-go/ovstage/core/buffer"
+)
 
 // Committed calls fn for each of prims whose latest committed change (sealed or still pending)
 // is a write, with the committed value: a fixed row's bytes, or an array row's element bytes.
@@ -8,6 +13,8 @@ import "unsafe"
 func (c *Column) Committed(prims []uint64, fn func(i int, value []byte)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	views := hostViews{store: c.store}
+	defer views.release()
 	type source struct {
 		d *Delta
 		i int // index in d.Rows
@@ -19,9 +26,8 @@ func (c *Column) Committed(prims []uint64, fn func(i int, value []byte)) {
 		}
 	}
 	rb := c.rowBytes
-	sealed := c.sealed.Bytes()
 	for i, p := range prims {
-		r, ok := c.rowOf[p]
+		r, ok := c.rows.lookup(p)
 		if !ok {
 			continue
 		}
@@ -30,7 +36,7 @@ func (c *Column) Committed(prims []uint64, fn func(i int, value []byte)) {
 				continue
 			}
 			s := src.d.src(src.i)
-			payload := src.d.Payload.Bytes()
+			payload := views.bytes(src.d.Payload)
 			if c.Schema.IsArray {
 				off, n := src.d.row(s)
 				fn(i, payload[off:off+n*int64(rb)])
@@ -39,7 +45,7 @@ func (c *Column) Committed(prims []uint64, fn func(i int, value []byte)) {
 			}
 			continue
 		}
-		if !c.keys[r].visible() {
+		if !c.keys.get(r).visible() {
 			continue
 		}
 		if c.Schema.IsArray {
@@ -48,9 +54,41 @@ func (c *Column) Committed(prims []uint64, fn func(i int, value []byte)) {
 				fn(i, nil)
 				continue
 			}
-			fn(i, unsafe.Slice((*byte)(unsafe.Add(a.buf.Data(), a.off)), int(a.n)*rb))
+			fn(i, views.bytes(a.buf)[a.off:a.off+a.n*int64(rb)])
 		} else {
-			fn(i, sealed[int(r)*rb:int(r+1)*rb])
+			fn(i, views.bytes(c.sealed)[int(r)*rb:int(r+1)*rb])
 		}
+	}
+}
+
+// hostViews hands out the host bytes of buffers during one call, copying a device buffer to
+// the host at most once (GPU columns: queries, clones and maps read values on the CPU).
+type hostViews struct {
+	store  Storage
+	copies map[unsafe.Pointer]buffer.Buffer
+}
+
+func (h *hostViews) bytes(b buffer.Buffer) []byte {
+	if b.OnHost() {
+		return b.Bytes()
+	}
+	if c, ok := h.copies[b.Raw()]; ok {
+		return c.Bytes()
+	}
+	c, err := h.store.HostCopy(b)
+	if err != nil {
+		// Committed has no error path: the op running it recovers this into an INTERNAL error.
+		panic(fmt.Sprintf("reading a GPU column's values on the host: %v", err))
+	}
+	if h.copies == nil {
+		h.copies = map[unsafe.Pointer]buffer.Buffer{}
+	}
+	h.copies[b.Raw()] = c
+	return c.Bytes()
+}
+
+func (h *hostViews) release() {
+	for _, c := range h.copies {
+		c.Release()
 	}
 }

@@ -33,9 +33,11 @@ func (c *Column) Select(prims []uint64, prev *Selection) *Selection {
 	sel := &Selection{Layout: c.layout, IdentityRows: true}
 	all := true
 	for i, p := range prims {
-		r, ok := c.rowOf[p]
-		if ok && c.keys[r].hasSealed && c.keys[r].deleted {
-			ok = false
+		r, ok := c.rows.lookup(p)
+		if ok {
+			if k := c.keys.get(r); k.hasSealed && k.deleted {
+				ok = false
+			}
 		}
 		if !ok {
 			if all {
@@ -100,10 +102,10 @@ func (c *Column) snapshotRowsLocked(rows []int32, identity, knownSealed bool, se
 	describe func(prim uint64) string) (Snapshot, error) {
 	if !knownSealed {
 		for _, r := range rows {
-			if !c.keys[r].hasSealed {
+			if !c.keys.get(r).hasSealed {
 				return Snapshot{}, status.Errorf(status.WriteFloorViolation,
 					"%s has no sealed value yet (its latest change, at ordinal %d, is above the write floor); advance the write floor first",
-					describe(c.prims[r]), c.keys[r].latestOrd)
+					describe(c.rows.primAt(r)), c.latestPendingLocked(r))
 			}
 		}
 		if sealedOK != nil {
@@ -145,7 +147,7 @@ func (c *Column) SelectRange(prims []uint64, start, end, floor uint64, describe 
 		aboveFloor
 		afterEnd
 	)
-	marks := make([]uint8, len(c.prims))
+	marks := make([]uint8, c.rows.len())
 	firstAbove := make(map[int32]uint64)
 	for _, rec := range c.records {
 		switch {
@@ -169,7 +171,7 @@ func (c *Column) SelectRange(prims []uint64, start, end, floor uint64, describe 
 	}
 	var sel RangeSelection
 	for i, p := range prims {
-		r, ok := c.rowOf[p]
+		r, ok := c.rows.lookup(p)
 		if !ok || marks[r]&inRange == 0 {
 			continue
 		}
@@ -183,7 +185,7 @@ func (c *Column) SelectRange(prims []uint64, start, end, floor uint64, describe 
 				"%s changed again after the range end %d; only its latest value is stored, so the in-range value cannot be returned (widen the range or read latest)",
 				describe(p), end)
 		}
-		if c.keys[r].deleted {
+		if c.keys.get(r).deleted {
 			sel.TombQueryIdx = append(sel.TombQueryIdx, uint32(i))
 		} else {
 			sel.ValueQueryIdx = append(sel.ValueQueryIdx, uint32(i))

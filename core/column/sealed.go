@@ -10,10 +10,10 @@ func (c *Column) SealedFixed() (prims []uint64, rows []int32, snap Snapshot) {
 	if c.Schema.IsArray {
 		return nil, nil, Snapshot{}
 	}
-	for r, p := range c.prims {
-		if c.keys[r].visible() {
-			prims = append(prims, p)
-			rows = append(rows, int32(r))
+	for r := int32(0); int(r) < c.rows.len(); r++ {
+		if c.keys.get(r).visible() {
+			prims = append(prims, c.rows.primAt(r))
+			rows = append(rows, r)
 		}
 	}
 	snap = Snapshot{Views: []View{{Buffer: c.sealed.Retain(), Rows: int64(c.sealedRows)}},

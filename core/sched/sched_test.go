@@ -2,6 +2,8 @@ package sched
 
 import (
 	"errors"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -115,4 +117,151 @@ func TestReadyOpRunsInlineAndPendingOpWaits(t *testing.T) {
 	assert.False(t, c.Done(), "an op with a pending dependency is not run inline")
 	close(gate)
 	require.True(t, c.Wait(time.Second))
+}
+
+// recorder collects op ids in execution order.
+type recorder struct {
+	mu    sync.Mutex
+	order []uint64
+}
+
+func (r *recorder) add(id uint64) {
+	r.mu.Lock()
+	r.order = append(r.order, id)
+	r.mu.Unlock()
+}
+
+func (r *recorder) get() []uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]uint64(nil), r.order...)
+}
+
+func TestOneWorkerRunsReadyOpsInSubmissionOrder(t *testing.T) {
+	p := NewPool(1)
+	gate := make(chan struct{})
+	var rec recorder
+	first := NewOp(1, nil, nil)
+	p.Go(first, func() error { <-gate; rec.add(1); return nil }, nil)
+	// 2 depends on 1; 3..6 are independent and ready at once. With one worker, ready ops run
+	// lowest id first, so 2 (ready when 1 finishes) still runs before 3.
+	ops := []*Op{first}
+	for id := uint64(2); id <= 6; id++ {
+		var deps []*Op
+		if id == 2 {
+			deps = []*Op{first}
+		}
+		op := NewOp(id, deps, nil)
+		p.Submit(op, func() error { rec.add(id); return nil }, nil)
+		ops = append(ops, op)
+	}
+	close(gate)
+	p.Drain()
+	assert.Equal(t, []uint64{1, 2, 3, 4, 5, 6}, rec.get())
+}
+
+func TestPendingOpsUseNoGoroutinesUntilReady(t *testing.T) {
+	p := NewPool(2)
+	gate := make(chan struct{})
+	root := NewOp(1, nil, nil)
+	p.Go(root, func() error { <-gate; return nil }, nil)
+	before := runtime.NumGoroutine()
+	var ran atomic.Int32
+	for i := 0; i < 1000; i++ {
+		op := NewOp(uint64(i+2), []*Op{root}, nil)
+		p.Submit(op, func() error { ran.Add(1); return nil }, nil)
+	}
+	assert.LessOrEqual(t, runtime.NumGoroutine(), before+2, "pending ops must not park goroutines")
+	close(gate)
+	p.Drain()
+	assert.Equal(t, int32(1000), ran.Load())
+}
+
+type admitTask struct {
+	admit   chan struct{}
+	err     error
+	ran     atomic.Bool
+	cleaned atomic.Bool
+}
+
+func (a *admitTask) Run(*Op) error   { a.ran.Store(true); return nil }
+func (a *admitTask) Cleanup(*Op)     { a.cleaned.Store(true) }
+func (a *admitTask) Admit(*Op) error { <-a.admit; return a.err }
+
+func TestAdmitBlocksWithoutHoldingASlot(t *testing.T) {
+	p := NewPool(1)
+	blocked := &admitTask{admit: make(chan struct{})}
+	a := NewOp(1, nil, nil)
+	p.SubmitTask(a, blocked, Admit|MayInline)
+	assert.False(t, a.Done(), "an Admit op never runs inline")
+
+	// The only worker slot is free while a waits for admission: b runs inline.
+	b := NewOp(2, nil, nil)
+	p.Submit(b, func() error { return nil }, nil)
+	assert.True(t, b.Done())
+
+	close(blocked.admit)
+	require.True(t, a.Wait(time.Second))
+	assert.True(t, blocked.ran.Load())
+	assert.NoError(t, a.Err())
+}
+
+func TestAdmitFailureFailsWithoutRunning(t *testing.T) {
+	p := NewPool(2)
+	task := &admitTask{admit: make(chan struct{}), err: status.Errorf(status.OpFailed, "gate says no")}
+	close(task.admit)
+	op := NewOp(4, nil, nil)
+	p.SubmitTask(op, task, Admit)
+	require.True(t, op.Wait(time.Second))
+	assert.False(t, task.ran.Load())
+	assert.True(t, task.cleaned.Load(), "cleanup runs even when admission fails")
+	assert.Equal(t, status.OpFailed, status.CodeOf(op.Err()))
+	assert.Equal(t, []uint64{4}, op.FailedChain())
+}
+
+func TestTryAcquireTakesOnlyFreeSlots(t *testing.T) {
+	p := NewPool(3)
+	gate := make(chan struct{})
+	a := NewOp(1, nil, nil)
+	p.Go(a, func() error { <-gate; return nil }, nil)
+	require.Eventually(t, func() bool { return p.TryAcquire(0) == 0 && p.busy() == 1 }, time.Second, time.Millisecond)
+	got := p.TryAcquire(5)
+	assert.Equal(t, 2, got)
+	assert.Equal(t, 0, p.TryAcquire(1))
+	// With every slot taken, a new ready op queues until a slot comes back.
+	b := NewOp(2, nil, nil)
+	p.Submit(b, func() error { return nil }, nil)
+	assert.False(t, b.Done())
+	p.Release(got)
+	require.True(t, b.Wait(time.Second))
+	close(gate)
+	p.Drain()
+	assert.Equal(t, 0, p.busy())
+}
+
+func TestWaitOnFinishedOpAllocatesNothing(t *testing.T) {
+	p := NewPool(1)
+	op := NewOp(1, nil, nil)
+	p.Submit(op, func() error { return nil }, nil)
+	allocs := testing.AllocsPerRun(100, func() { op.Wait(-1); op.Wait(time.Second) })
+	assert.Zero(t, allocs)
+}
+
+func TestQueuePopsLowestID(t *testing.T) {
+	var q opQueue
+	for _, id := range []uint64{5, 3, 9, 1, 7, 2} {
+		q.push(&Op{ID: id})
+	}
+	var got []uint64
+	for op := q.pop(); op != nil; op = q.pop() {
+		got = append(got, op.ID)
+	}
+	assert.Equal(t, []uint64{1, 2, 3, 5, 7, 9}, got)
+}
+
+// busy is the number of slots in use (tests).
+func (p *Pool) busy() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.running
 }

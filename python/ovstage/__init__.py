@@ -7,10 +7,16 @@ returns an :class:`Operation` at once.
 
 from __future__ import annotations
 
-# Imports written ``X as X`` (hierarchy, logging, the USD submodules) are public re-exports
-# that ``__all__`` does not list yet.
-from . import instancing as instancing
-from . import population as population
+# ``gates`` (test hooks) is importable as ovstage.gates but stays out of ``__all__`` (spec §5.1).
+from . import gates as gates
+from . import instancing, population
+from ._config import StageConfig
+
+# GPU extensions of ovstage-go: importable, but not in __all__ (which lists the reference API).
+from ._cuda import cuda_available as cuda_available
+from ._cuda import cuda_device_count as cuda_device_count
+from ._cuda import cuda_status as cuda_status
+from ._cuda import cuda_unavailable_reason as cuda_unavailable_reason
 from ._dlpack import (
     DLDataType,
     DLDataTypeCode,
@@ -43,12 +49,8 @@ from ._errors import (
 )
 from ._groups import AttributeMeta, MapGroup, ReadGroup
 from ._handles import Map, OrdinalQuery, Query, Read
-from ._hierarchy import Hierarchy as Hierarchy
-from ._hierarchy import HierarchyComputationModelDesc as HierarchyComputationModelDesc
-from ._hierarchy import HierarchyItem as HierarchyItem
-from ._hierarchy import HierarchyResult as HierarchyResult
-from ._logging import flush_log as flush_log
-from ._logging import set_log_callback as set_log_callback
+from ._hierarchy import Hierarchy, HierarchyComputationModelDesc, HierarchyItem, HierarchyResult
+from ._logging import flush_log, set_log_callback
 from ._ops import Operation
 from ._pathdict import PathDictionary, PathList
 from ._query import Filter, Predicate, QueryResult
@@ -74,8 +76,12 @@ __all__ = [
     "ErrorCode",
     "Filter",
     "FilterOp",
+    "Hierarchy",
     "HierarchyComputationModel",
+    "HierarchyComputationModelDesc",
+    "HierarchyItem",
     "HierarchyRelation",
+    "HierarchyResult",
     "LogSeverity",
     "ManagedDLTensor",
     "Map",
@@ -96,10 +102,15 @@ __all__ = [
     "ReadGroup",
     "Scope",
     "Stage",
+    "StageConfig",
     "WriteDesc",
     "__version__",
     "dltensor_to_numpy",
+    "flush_log",
+    "instancing",
     "library_version",
     "make_dltensor",
     "numpy_to_dldatatype",
+    "population",
+    "set_log_callback",
 ]

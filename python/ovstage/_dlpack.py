@@ -31,6 +31,7 @@ __all__ = [
     "DLPackVersion",
     "DLTensor",
     "ManagedDLTensor",
+    "dlpack_cuda_stream",
     "dltensor_to_numpy",
     "make_dltensor",
     "numpy_to_dldatatype",
@@ -660,6 +661,44 @@ class NativeExporter(Protocol):
         """Address of the C ``void(PyObject*)`` destructor for ``PyCapsule_New``."""
         ...
 
+    def stream_wait(self, addr: int, stream: int) -> None:
+        """Make CUDA ``stream`` wait until the data of the export at ``addr`` is ready."""
+        ...
+
+
+# DLPack ``stream`` values for CUDA consumers (array API ``__dlpack__``).
+_CUDA_LEGACY_STREAM = 1
+_CUDA_NO_SYNC = -1
+
+
+def dlpack_cuda_stream(stream: object) -> int | None:
+    """Map a consumer's DLPack ``stream`` argument to the CUDA stream to synchronize.
+
+    ``None`` means the legacy default stream (``1``); ``-1`` means no synchronization
+    (returns ``None``); ``1`` (legacy default), ``2`` (per-thread default) and any other
+    positive integer (a ``CUstream`` handle) are returned as is. ``0`` is ambiguous for
+    CUDA and, like other negative values, raises ``ValueError``; a non-integer raises
+    ``TypeError``.
+    """
+    if stream is None:
+        return _CUDA_LEGACY_STREAM
+    if isinstance(stream, bool):
+        raise TypeError("stream must be an int or None, got bool")
+    try:
+        value = operator.index(stream)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"stream must be an int or None, got {type(stream).__name__}") from None
+    if value == _CUDA_NO_SYNC:
+        return None
+    if value == 0:
+        raise ValueError(
+            "stream 0 is ambiguous for CUDA tensors: pass 1 (legacy default stream), "
+            "2 (per-thread default stream), a stream handle, or -1 (no synchronization)"
+        )
+    if value < 0:
+        raise ValueError(f"stream must be -1, None or a positive stream handle, got {value}")
+    return value
+
 
 # Exports of caller-constructed ManagedDLTensors still held by a capsule or a consumer,
 # keyed by the address of their managed struct.
@@ -770,7 +809,11 @@ class ManagedDLTensor:
         return self._readonly
 
     def numpy(self) -> np.ndarray:
-        """``np.from_dlpack(self)``: a zero-copy numpy view (CPU tensors only)."""
+        """``np.from_dlpack(self)``: a zero-copy numpy view (CPU tensors only: other devices
+        raise ``NotImplementedError``)."""
+        if self._tensor.device.device_type not in _HOST_DEVICES:
+            where = _device_name(self._tensor.device.device_type)
+            raise NotImplementedError(f"numpy views need host memory; tensor is on {where}")
         return np.from_dlpack(self)
 
     def __dlpack_device__(self) -> tuple[int, int]:
@@ -786,14 +829,20 @@ class ManagedDLTensor:
     ) -> Any:
         """Export a DLPack capsule (versioned when ``max_version >= (1, 0)``).
 
-        ``stream`` is ignored (synchronization is the caller's job); ``copy=True`` and a
-        ``dl_device`` other than this tensor's raise ``BufferError``.
+        For tensors a read group exports from a GPU column, ``stream`` is the consumer's
+        CUDA stream, which is made to wait (on the GPU) until the data is ready: ``None``
+        means the legacy default stream, ``-1`` no synchronization (see
+        :func:`dlpack_cuda_stream`). Otherwise ``stream`` is ignored (host data is ready).
+        ``copy=True`` and a ``dl_device`` other than this tensor's raise ``BufferError``.
         """
-        del stream
         if copy:
             raise BufferError("ManagedDLTensor exports views only (copy=True is not supported)")
         if dl_device is not None:
             self._check_device(dl_device)
+        if self._exporter is not None and self._tensor.device.device_type in _STREAM_DEVICES:
+            handle = dlpack_cuda_stream(stream)
+            if handle is not None:
+                self._exporter.stream_wait(self._native_addr, handle)
         versioned = _wants_versioned(max_version)
         name = _VERSIONED_NAME if versioned else _LEGACY_NAME
         if self._exporter is not None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._dlpack import DLTensor, ManagedDLTensor
+from ._dlpack import DLDeviceType, DLTensor, ManagedDLTensor
 from ._errors import ErrorCode, OvstageError
 from ._guards import as_bool_flag
 from ._lib import exporter
@@ -17,6 +17,15 @@ if TYPE_CHECKING:
     from ._stage import Stage
 
 __all__ = ["AttributeMeta", "MapGroup", "MapGroupRaw", "ReadGroup", "ReadGroupRaw"]
+
+
+def _device_label(device_type: int, device_id: int) -> str:
+    if device_type == DLDeviceType.kDLCUDA:
+        return f"cuda:{device_id}"
+    try:
+        return f"{DLDeviceType(device_type).name}:{device_id}"
+    except ValueError:
+        return f"device type {device_type}:{device_id}"
 
 
 class CudaSync(ctypes.Structure):
@@ -199,8 +208,19 @@ class _GroupBase:
         return ManagedDLTensor._from_native(addr, flag, exporter)
 
     def array(self, i: int = 0) -> np.ndarray:
-        """Flat numpy view of tensor ``i`` (``prod(shape) * lanes`` values)."""
+        """Flat numpy view of tensor ``i`` (``prod(shape) * lanes`` values); CPU tensors only."""
+        self._require_host(i)
         return np.from_dlpack(self.dlpack(i)).reshape(-1)
+
+    def _require_host(self, i: int) -> None:
+        """Raise ``NotImplementedError`` unless tensor ``i`` is host memory (GPU columns)."""
+        device = self.tensor(i).device
+        if device.device_type != DLDeviceType.kDLCPU:
+            raise NotImplementedError(
+                f"array() views host memory; tensor {i} is on "
+                f"{_device_label(device.device_type, device.device_id)}: use dlpack({i}) with "
+                "torch.from_dlpack or cupy.from_dlpack"
+            )
 
 
 class ReadGroup(_GroupBase):
@@ -280,7 +300,12 @@ class ReadGroup(_GroupBase):
         return int(self._check().semantic)
 
     def array(self, i: int = 0) -> np.ndarray:
-        """Read-only flat numpy view of tensor ``i`` (``prod(shape) * lanes`` values)."""
+        """Read-only flat numpy view of tensor ``i`` (``prod(shape) * lanes`` values).
+
+        CPU tensors only: a tensor of a GPU column raises ``NotImplementedError`` (use
+        ``dlpack(i)`` with ``torch.from_dlpack`` / ``cupy.from_dlpack``).
+        """
+        self._require_host(i)
         return np.from_dlpack(self.dlpack(i, readonly=True)).reshape(-1)
 
     def __repr__(self) -> str:

@@ -51,6 +51,15 @@ class _Handle:
         elif self.op is not None and not self.op.ok:
             raise OvstageError(self.op.status, self.op.error_message())
 
+    def _drop_op(self) -> None:
+        """Forget the reserving op once the handle is released: nobody waits it any more, and
+        ``with read: for group in read.groups()`` (no ``wait()``) must not leave op tracking
+        behind."""
+        op = self.op
+        if op is not None and op.ok and not op._consumed and op.op_id:
+            op._consumed = True
+            self._stage._release_op_quietly(op.op_id)
+
     def __int__(self) -> int:
         return self.handle
 

@@ -149,6 +149,9 @@ class _HierarchyMixin:
         inp = as_uint64(input_ordinal, "input_ordinal")
         out = as_uint64(output_ordinal, "output_ordinal")
         model_id = as_int32(model, "model")
+        if model_id == HierarchyComputationModel.RUNTIME_DEFAULT:
+            # The runtime default this stage captured at creation (StageConfig, spec §3.1).
+            model_id = getattr(self, "hierarchy_model", model_id)
         return self._enqueue("compute_hierarchy_async", native.ComputeHierarchy, model_id, inp, out)
 
     def compute_hierarchy(

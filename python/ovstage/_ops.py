@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +25,8 @@ class Operation:
     released when its ``Operation`` is garbage collected.
     """
 
+    __slots__ = ("__weakref__", "_consumed", "_keepalive", "_message", "_stage", "op_id", "status")
+
     def __init__(
         self,
         stage: Stage,
@@ -40,6 +41,18 @@ class Operation:
         self._keepalive = keepalive
         self._message = message
         self._consumed = False
+
+    @classmethod
+    def _accepted(cls, stage: Stage, op_id: int) -> Operation:
+        """An accepted op (the hot path's constructor: no conversions)."""
+        self = cls.__new__(cls)
+        self._stage = stage
+        self.status = 0
+        self.op_id = op_id
+        self._keepalive = None
+        self._message = ""
+        self._consumed = False
+        return self
 
     @property
     def ok(self) -> bool:
@@ -57,7 +70,7 @@ class Operation:
         if not self.ok or self._consumed:
             return True
         code, _, _ = self._stage.wait_op(self.op_id, 0)
-        return code != ErrorCode.TIMEOUT
+        return code != ErrorCode.TIMEOUT  # wait_op drops the stage's hold on a finished op
 
     def wait(self, timeout: int = TIMEOUT_INFINITE) -> None:
         """Wait for completion; raise :class:`OvstageError` if rejected, failed or timed out.
@@ -102,20 +115,6 @@ class Operation:
                 return result
             if deadline is not None and time.monotonic_ns() >= deadline:
                 return result
-
-    def __del__(self) -> None:
-        # Nobody can wait an op whose Operation is gone, so drop its engine tracking (as
-        # ``wait()`` would); otherwise every unwaited write, or a read whose groups were
-        # fetched without ``wait()``, would stay in the stage's op table forever. A caller
-        # that kept the raw ``op_id`` and releases it itself is unaffected (the second
-        # release is ignored).
-        if getattr(self, "_consumed", True) or self.status != ErrorCode.OK or self.op_id == 0:
-            return
-        stage = self._stage
-        if stage._destroyed:
-            return
-        with contextlib.suppress(Exception):
-            stage._release_op_quietly(self.op_id)
 
     def __repr__(self) -> str:
         name = (

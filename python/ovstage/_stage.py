@@ -11,6 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from . import _fastpath, _lib
+from ._config import StageConfig, process_config
+from ._cuda import parse_device
 from ._dlpack import DLDataType, DLTensor, make_dltensor
 from ._enums import AttributeSemantic, PrimMode, Scope
 from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError, OvxError
@@ -29,13 +32,14 @@ from ._guards import (
 )
 from ._handles import Map, OrdinalQuery, Query, Read
 from ._hierarchy import _HierarchyMixin
-from ._lib import call, check_not_forked, native
+from ._lib import call, native
 from ._ops import Operation
 from ._query import Filter, Predicate, QueryResult
 
 __all__ = ["OrdinalRange", "Stage", "WriteDesc", "library_version"]
 
 _UINT64_MAX = (1 << 64) - 1
+_NDARRAY = np.ndarray
 
 
 def library_version() -> tuple[int, int, int]:
@@ -123,14 +127,33 @@ class Stage(_HierarchyMixin):
     raise, their ``wait()`` does. Use as a context manager, or call ``destroy()``.
     """
 
-    def __init__(self, name: str | None = None, config: Any = None) -> None:
+    def __init__(self, name: str | None = None, config: StageConfig | None = None) -> None:
         self._destroyed = True
+        self._config_ref = False
+        # Sources of pending writes whose copy happens in the op (large payloads), by op id:
+        # kept alive until the op is known complete, whatever happens to its Operation.
+        self._holds: dict[int, Any] = {}
+        self._prune_at = 8
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name must be a str or None, got {type(name).__name__}")
+        if config is not None and not isinstance(config, StageConfig):
+            raise TypeError(f"config must be a StageConfig or None, got {type(config).__name__}")
+        if _lib.forked_child():
+            raise _lib.fork_error()
+        workers = 0
         if config is not None:
-            raise OvstageError(ErrorCode.NOT_SUPPORTED, "StageConfig is not implemented yet")
+            process_config.acquire(config)
+            self._config_ref = True
+            workers = config.worker_count()
+        try:
+            self._id = call(native.CreateStage, name or "", workers)
+        except BaseException:
+            self._drop_config_ref()
+            raise
         self.name = name
-        self._id = call(native.CreateStage, name or "", 0)
+        self.config = config
+        #: The runtime-default hierarchy model captured at creation (spec §3.1).
+        self.hierarchy_model: int = process_config.default_model()
         self._destroyed = False
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -143,8 +166,14 @@ class Stage(_HierarchyMixin):
     def _require_live(self, what: str = "Stage method") -> int:
         if self._destroyed:
             raise OvstageError(ErrorCode.INVALID_HANDLE, f"{what} called after Stage was destroyed")
-        check_not_forked()  # raise, rather than hand back a rejected Operation
+        if _lib.forked_child():
+            raise _lib.fork_error()
         return self._id
+
+    def _drop_config_ref(self) -> None:
+        if self._config_ref:
+            self._config_ref = False
+            process_config.release()
 
     def destroy(self) -> None:
         """Wait for pending ops and release everything the stage holds (idempotent).
@@ -155,6 +184,8 @@ class Stage(_HierarchyMixin):
             return
         call(native.DestroyStage, self._id)
         self._destroyed = True
+        self._holds.clear()  # every op has finished
+        self._drop_config_ref()
 
     def __enter__(self) -> Stage:
         return self
@@ -189,6 +220,8 @@ class Stage(_HierarchyMixin):
         timeout_ns = as_timeout(timeout)
         sid = self._require_live("wait_op")
         code, lowest, ids = call(native.WaitOp, sid, op, timeout_ns).split(" ")
+        if code != "11" and self._holds:
+            self._holds.pop(op, None)  # finished: its deferred source was copied
         return int(code), [int(i) for i in ids.split(",")] if ids else [], int(lowest)
 
     def wait_op_raw(self, op_id: int, timeout: int = TIMEOUT_INFINITE) -> int:
@@ -198,7 +231,27 @@ class Stage(_HierarchyMixin):
     def release_op(self, op_id: int) -> int:
         """Forget an op id (returns the status; raises for unknown ids)."""
         op = as_uint64(op_id, "op_id")
-        return int(call(native.ReleaseOp, self._require_live("release_op"), op))
+        status = int(call(native.ReleaseOp, self._require_live("release_op"), op))
+        if self._holds:
+            self._holds.pop(op, None)  # released ops are complete (spec §2.5)
+        return status
+
+    def _hold(self, op_id: int, source: Any) -> None:
+        """Keep ``source`` alive until op ``op_id`` completes (its copy happens in the op)."""
+        if len(self._holds) >= self._prune_at:
+            self._prune_holds()
+            # Amortized: the next prune waits until the table has doubled.
+            self._prune_at = max(8, 2 * len(self._holds))
+        self._holds[op_id] = source
+
+    def _prune_holds(self) -> None:
+        for op_id in list(self._holds):
+            try:
+                code = call(native.WaitOp, self._id, op_id, 0).split(" ", 1)[0]
+            except OvstageError:
+                continue  # unknown to the engine: kept until destroy()
+            if code != "11":
+                self._holds.pop(op_id, None)
 
     def _release_op_checked(self, op_id: int) -> None:
         self.release_op(op_id)
@@ -312,6 +365,7 @@ class Stage(_HierarchyMixin):
         op = self._enqueue("release_query", native.ReleaseQuery, handle)
         if op.ok and isinstance(query, Query):
             query._released = True
+            query._drop_op()
             op._keepalive = query._keepalive
         return op
 
@@ -332,28 +386,57 @@ class Stage(_HierarchyMixin):
         count: int | None = None,
         cuda_event: int | None = None,
         cuda_stream: int | None = None,
+        device: Any = None,
     ) -> Operation:
         """Enqueue a write of ``tensors`` to ``attribute`` on the query's prims at ``ordinal``.
 
-        The payload is copied before this returns, so the caller may reuse its buffers.
         ``index_map`` gathers payload rows, ``mask`` selects logical elements, ``count``
         addresses the leading prims of the query. ``is_array=True`` writes ragged rows: one
         tensor of packed uniform rows, or a list with one tensor per row.
+
+        As in the reference, the source must stay unchanged until the op completes. Payloads
+        below 1 MiB are in fact copied before this returns (the caller may reuse its buffer at
+        once); larger ones are copied by the op on a worker, so writes submitted ahead copy in
+        parallel. The stage keeps such a source alive until the op completes.
+
+        GPU (ovstage-go extension): a CUDA source tensor places the column on its device
+        (copied device to device); ``device`` (``"cpu"``, ``"cuda:N"``, a torch device ...)
+        places it explicitly, copying the payload there. A column has one placement: a
+        write placed elsewhere fails with ``INVALID_ARGUMENT``. ``cuda_event`` /
+        ``cuda_stream`` (``ovstage_cuda_sync_t``) are waited for before the payload is read;
+        they need a GPU (``NOT_SUPPORTED`` naming the reason otherwise).
         """
+        if (
+            tensors.__class__ is _NDARRAY
+            and is_array is False
+            and index_map is mask is count is cuda_event is cuda_stream is device is None
+            and prim_mode is PrimMode.UPSERT
+            and semantic.__class__ is int
+            and not semantic
+            and ordinal.__class__ is int
+            and 0 <= ordinal <= _UINT64_MAX
+            and not self._destroyed
+        ):
+            fast = _fastpath.write(self, query, attribute, ordinal, tensors)
+            if fast is not None:
+                return fast
         qh = _handle_of(query, Query, "query")
         ordinal = as_uint64(ordinal, "ordinal")
         mode = as_enum(prim_mode, PrimMode, "prim_mode")
-        desc = WriteDesc(
-            attribute, tensors, is_array, index_map, mask, count, cuda_event, cuda_stream, semantic
-        )
+        event = 0 if cuda_event is None else as_uint64(cuda_event, "cuda_event")
+        stream = 0 if cuda_stream is None else as_uint64(cuda_stream, "cuda_stream")
+        device_type, device_id = parse_device(device)
+        # the sync descriptor goes to the engine below, not through the batch-entry guards
+        desc = WriteDesc(attribute, tensors, is_array, index_map, mask, count, None, None, semantic)
         payload = _Payload.of(desc, "")
         self._require_live("write_attribute")
         if payload.rejection is not None:
             return Operation(self, *payload.rejection)
         token, name = (payload.attr, "") if isinstance(payload.attr, int) else (0, payload.attr)
-        return self._enqueue(
+        placed = (device_type, device_id, stream, event) != (0, 0, 0, 0)
+        op = self._enqueue(
             "write_attribute",
-            native.WriteAttribute,
+            native.WriteAttributePlaced if placed else native.WriteAttribute,
             qh,
             token,
             name,
@@ -368,7 +451,11 @@ class Stage(_HierarchyMixin):
             payload.semantic,
             payload.is_array,
             int(mode),
+            *((device_type, device_id, stream, event) if placed else ()),
         )
+        if op.ok and payload.nbytes() >= _fastpath.DEFER_COPY_BYTES:
+            self._hold(op.op_id, payload.tensors)
+        return op
 
     def write_attributes(
         self,
@@ -402,7 +489,7 @@ class Stage(_HierarchyMixin):
                 entries[i] = payload.entry(self._token(payload.attr, f"writes[{i}]: attribute"))
             except OvstageError as exc:
                 return self._rejected(exc)
-        return self._enqueue(
+        op = self._enqueue(
             "write_attributes",
             native.WriteAttributes,
             qh,
@@ -411,6 +498,9 @@ class Stage(_HierarchyMixin):
             ordinal,
             int(mode),
         )
+        if op.ok and any(p.nbytes() >= _fastpath.DEFER_COPY_BYTES for p in payloads):
+            self._hold(op.op_id, [p.tensors for p in payloads])
+        return op
 
     def delete_attributes(
         self, query: Query | int, attributes: Sequence[int | str], ordinal: int
@@ -554,7 +644,7 @@ class Stage(_HierarchyMixin):
         mh = _handle_of(map, Map, "map")
         if not isinstance(group, MapGroup):
             raise TypeError(f"group must be a MapGroup, got {type(group).__name__}")
-        rejection = _cuda_rejection(cuda_event, cuda_stream)
+        rejection = _cuda_rejection(cuda_event, cuda_stream, "unmaps (map groups are host memory)")
         gid = group._group_id()
         if rejection is not None:
             return Operation(self, *rejection)
@@ -571,13 +661,14 @@ class Stage(_HierarchyMixin):
     ) -> Operation:
         """Enqueue the commit of every remaining group; the session ends."""
         mh = _handle_of(map, Map, "map")
-        rejection = _cuda_rejection(cuda_event, cuda_stream)
+        rejection = _cuda_rejection(cuda_event, cuda_stream, "unmaps (map groups are host memory)")
         if rejection is not None:
             self._require_live("unmap_attribute")
             return Operation(self, *rejection)
         op = self._enqueue("unmap_attribute", native.UnmapAttribute, mh)
         if op.ok and isinstance(map, Map):
             map._released = True
+            map._drop_op()
             for group in map._groups:
                 group._mark_released()
         return op
@@ -648,6 +739,7 @@ class Stage(_HierarchyMixin):
         op = self._enqueue("release_ordinal_query", native.ReleaseOrdinalQuery, handle)
         if op.ok and isinstance(ordinal_query, OrdinalQuery):
             ordinal_query._released = True
+            ordinal_query._drop_op()
         return op
 
     # -- reads ----------------------------------------------------------------------------
@@ -715,6 +807,7 @@ class Stage(_HierarchyMixin):
         op = self._enqueue("release_read", native.ReleaseRead, rh)
         if op.ok and isinstance(read, Read):
             read._released = True
+            read._drop_op()
         return op
 
     def _export_group_tensor(self, group_id: int, index: int, readonly: bool) -> int:
@@ -774,12 +867,16 @@ def _sparsity(
     return n or 0, imap, words
 
 
-def _cuda_rejection(cuda_event: Any, cuda_stream: Any) -> tuple[int, int, Any, str] | None:
-    """CUDA synchronization arguments need GPU support: non-zero ones are rejected."""
+def _cuda_rejection(
+    cuda_event: Any, cuda_stream: Any, where: str = "write_attributes batches"
+) -> tuple[int, int, Any, str] | None:
+    """Non-zero CUDA synchronization arguments where they are not honoured yet (batch entries,
+    unmaps: map groups are host memory) are rejected; ``write_attribute`` honours them."""
     for name, value in (("cuda_event", cuda_event), ("cuda_stream", cuda_stream)):
         if value is not None and as_uint64(value, name) != 0:
             message = (
-                f"{name}: CUDA synchronization needs GPU support, which this build does not have"
+                f"{name}: CUDA synchronization is not supported for {where} "
+                "(write_attribute honours it)"
             )
             return (ErrorCode.NOT_SUPPORTED, 0, None, message)
     return None
@@ -850,6 +947,16 @@ class _Payload:
             message = f"{label}attribute: Token string contains embedded NUL"
             rejection = (ErrorCode.INVALID_ARGUMENT, 0, None, message)
         return cls(attr, flag, sem, n, imap, words, tensors, ptrs, rejection)
+
+    def nbytes(self) -> int:
+        """Payload bytes (the engine defers the copy of large payloads to the op)."""
+        total = 0
+        for t in self.tensors:
+            count = 1
+            for d in t.shape_tuple:
+                count *= d
+            total += count * ((t.dtype.bits * t.dtype.lanes + 7) // 8)
+        return total
 
     def entry(self, token: int) -> _WriteEntry:
         return _WriteEntry(

@@ -11,13 +11,20 @@ import ovstage
 ABC = ["/A", "/B", "/C"]
 
 
-def test_unwaited_writes_release_their_op_ids(stage: ovstage.Stage, make_query) -> None:
-    """A producer that only waits its floor advances leaves no op tracking behind."""
+def test_unwaited_writes_keep_their_op_ids_until_released(stage: ovstage.Stage, make_query) -> None:
+    """As in the reference, an op stays tracked until it is waited or released (callers may
+    keep only ``op.op_id`` and poll with ``Stage.wait_op``); releasing the ids frees them."""
     query = make_query(ABC)
-    for ordinal in range(1, 51):
-        stage.write_attribute(query, "t", ordinal, np.zeros(3, np.float32), is_array=False)
+    ids = [
+        stage.write_attribute(query, "t", o, np.zeros(3, np.float32), is_array=False).op_id
+        for o in range(1, 51)
+    ]
     stage.advance_write_floor(50).wait()
     gc.collect()
+    assert stage._diagnostics()["ops"] == 50
+    for op_id in ids:
+        assert stage.wait_op(op_id)[0] == ovstage.ErrorCode.OK
+        stage.release_op(op_id)
     assert stage._diagnostics()["ops"] == 0
 
 
@@ -38,12 +45,12 @@ def test_reads_iterated_without_wait_release_their_op_ids(
 
 
 def test_a_live_operation_stays_waitable_by_raw_id(stage: ovstage.Stage, make_query) -> None:
-    """Only a collected ``Operation`` releases its op; raw waits on a live one still work."""
+    """Raw waits by op id work whether or not the Operation is still referenced."""
     query = make_query(ABC)
     op = stage.write_attribute(query, "t", 1, np.zeros(3, np.float32), is_array=False)
     gc.collect()
     assert stage.wait_op(op.op_id)[0] == ovstage.ErrorCode.OK
     assert stage.release_op(op.op_id) == 0
-    del op  # its finalizer's second release is ignored
+    del op
     gc.collect()
     assert stage._diagnostics()["ops"] == 0

@@ -1,0 +1,121 @@
+package column
+
+import (
+	"fmt"
+
+	"github.com/ovstage-go/ovstage/core/buffer"
+	"github.com/ovstage-go/ovstage/core/status"
+	"github.com/ovstage-go/ovstage/dlpack"
+)
+
+// Placement says where a column's payload lives: host memory or one CUDA device.
+type Placement struct {
+	DeviceType int32 // dlpack.DeviceCPU or dlpack.DeviceCUDA
+	DeviceID   int32
+}
+
+// Host is the placement of host (CPU) columns.
+var Host = Placement{DeviceType: dlpack.DeviceCPU}
+
+// CUDA is the placement on CUDA device ordinal.
+func CUDA(ordinal int32) Placement {
+	return Placement{DeviceType: dlpack.DeviceCUDA, DeviceID: ordinal}
+}
+
+// IsHost reports whether the payload is host memory.
+func (p Placement) IsHost() bool { return p.DeviceType == dlpack.DeviceCPU }
+
+// String is "cpu" or "cuda:<ordinal>" (the spelling of the Python device= option).
+func (p Placement) String() string {
+	switch p.DeviceType {
+	case dlpack.DeviceCPU:
+		return "cpu"
+	case dlpack.DeviceCUDA:
+		return fmt.Sprintf("cuda:%d", p.DeviceID)
+	}
+	return fmt.Sprintf("device(%d, %d)", p.DeviceType, p.DeviceID)
+}
+
+// Run is one contiguous copy of Len bytes from offset Src to offset Dst.
+type Run struct{ Dst, Src, Len int64 }
+
+// Storage allocates a column's buffers and copies rows between them, in the column's
+// placement. Host columns use HostStorage; device columns get theirs from core/cuda, whose
+// copies are queued on the column's stream and completed by Flush.
+type Storage interface {
+	Placement() Placement
+	// New allocates a zero-filled buffer of size bytes holding one reference.
+	New(size int) (buffer.Buffer, error)
+	// Copy copies runs from src into dst (both buffers of this placement), in order.
+	Copy(dst, src buffer.Buffer, runs []Run) error
+	// Flush returns once every copy issued so far has landed; dst is then ready for readers
+	// and the sources of those copies may be released.
+	Flush(dst buffer.Buffer) error
+	// Import returns a buffer of this placement with b's bytes, taking over b's reference (b
+	// itself when it is already here; b, still owned by the caller, on error). Payloads staged
+	// in host memory by map commits and clones reach device columns this way.
+	Import(b buffer.Buffer) (buffer.Buffer, error)
+	// HostCopy returns a host buffer with b's bytes (one new reference; b itself when it is
+	// host memory). Queries, clones and maps read committed values this way.
+	HostCopy(b buffer.Buffer) (buffer.Buffer, error)
+	// Close releases what the storage holds (not the buffers it made).
+	Close()
+}
+
+// HostCopy returns a host buffer with the bytes of b, a buffer of this column (b itself, with
+// a new reference, on the host): CPU-side consumers of GPU columns read through it.
+func (c *Column) HostCopy(b buffer.Buffer) (buffer.Buffer, error) { return c.store.HostCopy(b) }
+
+type hostStorage struct{}
+
+// HostStorage is the storage of host columns: C buffers and memmove.
+func HostStorage() Storage { return hostStorage{} }
+
+func (hostStorage) Placement() Placement { return Host }
+
+func (hostStorage) New(size int) (buffer.Buffer, error) { return buffer.New(size) }
+
+func (hostStorage) Copy(dst, src buffer.Buffer, runs []Run) error {
+	d, s := dst.Bytes(), src.Bytes()
+	for _, r := range runs {
+		copy(d[r.Dst:r.Dst+r.Len], s[r.Src:r.Src+r.Len])
+	}
+	return nil
+}
+
+func (hostStorage) Flush(buffer.Buffer) error { return nil }
+
+func (hostStorage) Import(b buffer.Buffer) (buffer.Buffer, error) {
+	if !b.OnHost() {
+		return b, status.Errorf(status.Internal, "a device payload reached a host column")
+	}
+	return b, nil
+}
+
+func (hostStorage) HostCopy(b buffer.Buffer) (buffer.Buffer, error) { return b.Retain(), nil }
+
+func (hostStorage) Close() {}
+
+// rowRuns turns a delta's row copies (row rows[i] takes payload row src[i], or row i when src
+// is nil) into byte runs, merging neighbours that are contiguous on both sides. Order is kept,
+// so a row written twice still ends with the later value.
+func rowRuns(rows, src []int32, rowBytes int) []Run {
+	rb := int64(rowBytes)
+	runs := make([]Run, 0, 1)
+	for i, r := range rows {
+		s := int64(i)
+		if src != nil {
+			s = int64(src[i])
+		}
+		dst, from := int64(r)*rb, s*rb
+		if n := len(runs); n > 0 {
+			last := &runs[n-1]
+			if last.Dst+last.Len == dst && last.Src+last.Len == from {
+				last.Len += rb
+				continue
+			}
+		}
+		runs = append(runs, Run{Dst: dst, Src: from, Len: rb})
+	}
+	return runs
+}

@@ -1,0 +1,77 @@
+package core
+
+import (
+	"sync"
+	"unsafe"
+
+	"github.com/ovstage-go/ovstage/core/buffer"
+	"github.com/ovstage-go/ovstage/core/sched"
+	"github.com/ovstage-go/ovstage/dlpack"
+)
+
+// DeferCopyBytes is the payload size from which a write copies its host payload in the op, on
+// a worker, instead of on the enqueuing thread: writes submitted ahead then copy in parallel
+// (one per worker) while the caller keeps submitting. Below it the copy costs less than handing
+// the op to another thread, so it happens at enqueue and the caller may reuse its buffer at
+// once. A deferred write reads the caller's memory when it runs: the caller keeps the source
+// alive and unchanged until the op completes (the Python layer holds the source for it).
+const DeferCopyBytes = 1 << 20
+
+// parallelCopyMin is the compact payload size from which a copy is split across free worker
+// slots (each chunk is at least half of it). A variable so tests can lower it.
+var parallelCopyMin = 16 << 20
+
+// deferCopy reports whether a write of these tensors copies in the op (see DeferCopyBytes).
+func deferCopy(tensors []dlpack.Tensor, size int64) bool {
+	if size < DeferCopyBytes {
+		return false
+	}
+	for _, t := range tensors {
+		if t.DeviceType != dlpack.DeviceCPU && t.DeviceType != dlpack.DeviceCUDAHost {
+			return false
+		}
+	}
+	return true
+}
+
+// memcpyMin is the copy size from which the C library's memcpy is used (see buffer.Copy).
+const memcpyMin = 256 << 10
+
+// copyTensor copies t compactly into dst; a large compact copy is split across worker slots
+// of pool that are free (never more than the pool's size, so Workers=1 copies on one thread).
+func copyTensor(dst []byte, t dlpack.Tensor, pool *sched.Pool) error {
+	if len(dst) < memcpyMin || !t.Compact() || int64(len(dst)) != t.ByteSize() {
+		return t.CopyCompact(dst)
+	}
+	src := unsafe.Slice((*byte)(t.Data), len(dst))
+	helpers := 0
+	if pool != nil && len(dst) >= parallelCopyMin {
+		helpers = pool.TryAcquire(min(pool.Workers(), len(dst)/(parallelCopyMin/2)) - 1)
+	}
+	if helpers <= 0 {
+		buffer.Copy(unsafe.Pointer(&dst[0]), unsafe.Pointer(&src[0]), len(dst))
+		return nil
+	}
+	defer pool.Release(helpers)
+	parts := helpers + 1
+	chunk := (len(dst) + parts - 1) / parts
+	chunk = (chunk + 4095) &^ 4095
+	part := func(i int) {
+		lo := min(i*chunk, len(dst))
+		hi := min(lo+chunk, len(dst))
+		if lo < hi {
+			buffer.Copy(unsafe.Pointer(&dst[lo]), unsafe.Pointer(&src[lo]), hi-lo)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := 1; i < parts; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			part(i)
+		}()
+	}
+	part(0)
+	wg.Wait()
+	return nil
+}

@@ -1,0 +1,142 @@
+package core
+
+import (
+	"iter"
+	"math/bits"
+	"slices"
+)
+
+// primSet is the set of prims that exist in a stage. Path ids are dense process-wide indices,
+// so a stage holding a large share of them keeps one bit per id; a sparse set (few prims with
+// large ids) falls back to a map. The parent -> children index that usd-children reads need
+// is built on first use and maintained from then on, so stages that never read usd-children
+// do not pay for it.
+type primSet struct {
+	n        int
+	bits     []uint64            // bitset over path ids, while dense
+	sparse   map[uint64]struct{} // once too sparse for bits
+	children map[uint64]map[uint64]struct{}
+}
+
+// bitsWorthIt reports whether a bitset covering ids up to maxID costs no more than about
+// 2 bytes per member (plus slack); a map costs ~20 bytes per member.
+func bitsWorthIt(maxID uint64, members int) bool { return maxID/8 <= 2*uint64(members)+1<<16 }
+
+func (s *primSet) len() int { return s.n }
+
+func (s *primSet) has(p uint64) bool {
+	if s.sparse != nil {
+		_, ok := s.sparse[p]
+		return ok
+	}
+	w := p / 64
+	return w < uint64(len(s.bits)) && s.bits[w]&(1<<(p%64)) != 0
+}
+
+// add inserts p; it reports whether p was new. parent gives a prim's parent path.
+func (s *primSet) add(p uint64, parent func(uint64) uint64) bool {
+	if s.has(p) {
+		return false
+	}
+	s.n++
+	switch {
+	case s.sparse != nil:
+		s.sparse[p] = struct{}{}
+	case bitsWorthIt(p, s.n):
+		if w := p / 64; w >= uint64(len(s.bits)) {
+			s.bits = append(s.bits, make([]uint64, w+1-uint64(len(s.bits))+uint64(len(s.bits))/4)...)
+		}
+		s.bits[p/64] |= 1 << (p % 64)
+	default:
+		sparse := make(map[uint64]struct{}, s.n)
+		for q := range s.all() {
+			sparse[q] = struct{}{}
+		}
+		sparse[p] = struct{}{}
+		s.sparse, s.bits = sparse, nil
+	}
+	if s.children != nil {
+		s.link(p, parent(p))
+	}
+	return true
+}
+
+// remove deletes p; it reports whether p was a member.
+func (s *primSet) remove(p uint64, parent func(uint64) uint64) bool {
+	if !s.has(p) {
+		return false
+	}
+	s.n--
+	if s.sparse != nil {
+		delete(s.sparse, p)
+	} else {
+		s.bits[p/64] &^= 1 << (p % 64)
+	}
+	if s.children != nil {
+		par := parent(p)
+		delete(s.children[par], p)
+		if len(s.children[par]) == 0 {
+			delete(s.children, par)
+		}
+	}
+	return true
+}
+
+func (s *primSet) link(p, par uint64) {
+	kids := s.children[par]
+	if kids == nil {
+		kids = map[uint64]struct{}{}
+		s.children[par] = kids
+	}
+	kids[p] = struct{}{}
+}
+
+// all yields the members (in id order while the set is a bitset).
+func (s *primSet) all() iter.Seq[uint64] {
+	return func(yield func(uint64) bool) {
+		if s.sparse != nil {
+			for p := range s.sparse {
+				if !yield(p) {
+					return
+				}
+			}
+			return
+		}
+		for w, word := range s.bits {
+			for word != 0 {
+				b := uint64(bits.TrailingZeros64(word))
+				if !yield(uint64(w)*64 + b) {
+					return
+				}
+				word &^= 1 << b
+			}
+		}
+	}
+}
+
+// childSet is the set of member children of p (read-only; the index is built on first use).
+func (s *primSet) childSet(p uint64, parent func(uint64) uint64) map[uint64]struct{} {
+	if s.children == nil {
+		s.children = map[uint64]map[uint64]struct{}{}
+		for q := range s.all() {
+			s.link(q, parent(q))
+		}
+	}
+	return s.children[p]
+}
+
+// childrenOf lists the member children of p, sorted (building the index on first use).
+func (s *primSet) childrenOf(p uint64, parent func(uint64) uint64) []uint64 {
+	kids := s.childSet(p, parent)
+	out := make([]uint64, 0, len(kids))
+	for c := range kids {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// childrenLocked is the set of held children of prim p (read-only).
+func (s *Stage) childrenLocked(p uint64) map[uint64]struct{} {
+	return s.prims.childSet(p, s.dict.Parent)
+}
