@@ -1,7 +1,8 @@
 """Leak check (``make leakcheck``; not part of CI).
 
 Runs write+wait cycles (sealing as a producer does), read/export/release cycles,
-unwaited-write cycles (a producer that only waits its floor advances) and
+unwaited-write cycles (a producer that only waits its floor advances, releasing the write
+op ids) and
 delete/rewrite/range-read/floor-query cycles against one stage and checks that
 
 * the process RSS grows by less than ``OVSTAGE_LEAK_MAX_MB`` (default 5) over each phase,
@@ -122,10 +123,13 @@ def main() -> int:
         ok &= measure("read+export+release", reads, read_cycle, stage)
 
         def fire_and_forget_cycle(i: int) -> None:
-            # A producer that never waits its writes, only the floor advance sealing them.
+            # A producer that never waits its writes, only the floor advance sealing them; as
+            # in the reference, an op stays tracked until waited or released, so it releases
+            # the write's op id once the advance (ordered after the write) is done.
             dense[:, 0] = i
-            stage.write_attribute(query, ATTR, last + i, dense, is_array=False)
+            op = stage.write_attribute(query, ATTR, last + i, dense, is_array=False)
             stage.advance_write_floor(last + i).wait()
+            stage.release_op(op.op_id)
 
         ok &= measure("unwaited write+seal", reads, fire_and_forget_cycle, stage)
         base = last + reads + 10
@@ -136,8 +140,9 @@ def main() -> int:
             o = base + 3 * i
             stage.delete_attributes(query, [ATTR], o).wait()
             dense[:, 0] = i
-            stage.write_attribute(query, ATTR, o + 1, dense, is_array=False)
+            op = stage.write_attribute(query, ATTR, o + 1, dense, is_array=False)
             stage.advance_write_floor(o + 1).wait()
+            stage.release_op(op.op_id)
             rng = ovstage.OrdinalRange.between(o, o + 1)
             with stage.read_attributes(query, [ATTR], rng) as read:
                 for group in read.groups():

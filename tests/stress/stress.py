@@ -90,6 +90,7 @@ class Worker(threading.Thread):
         self.rng = random.Random(seed)
         self.paths = ovstage.PathDictionary(stage)
         self.kept: list[ovstage.Operation] = []
+        self.forgotten: list[int] = []
         self.seq = 0
 
     # -- helpers -------------------------------------------------------------------------
@@ -163,7 +164,8 @@ class Worker(threading.Thread):
                 op.wait()
             elif how == 1:
                 self.kept.append(op)  # waited at the end
-            # else: fire and forget; its Operation releases the op when collected
+            else:  # fire and forget: only the raw op id is kept, released at the end
+                self.forgotten.append(op.op_id)
         elif op.status == ErrorCode.WRITE_FLOOR_VIOLATION:
             if ordinal > floor_after:
                 shared.fail(f"write at {ordinal} rejected WFV though no floor reached it")
@@ -227,6 +229,8 @@ class Worker(threading.Thread):
             self.shared.fail(f"advance rejected: {op.error_message()}")
         elif self.rng.randrange(2) == 0:
             op.wait()
+        else:
+            self.forgotten.append(op.op_id)
         self.count("advance")
 
     def read(self, prims: list[str], query: ovstage.Query) -> None:
@@ -294,7 +298,8 @@ class Worker(threading.Thread):
                 elif r < 90:
                     self.poll()
                 elif r < 95:
-                    query.release()  # not waited: ops using it finish first
+                    # Not waited: ops using the query finish first.
+                    self.forgotten.append(query.release().op_id)
                     prims, query = self.make_query()
                     self.count("query churn")
                 else:
@@ -302,6 +307,11 @@ class Worker(threading.Thread):
             query.release().wait()
             for op in self.kept:
                 op.wait()
+            for op_id in self.forgotten:
+                code, errors, _ = self.stage.wait_op(op_id)
+                if code != ErrorCode.OK or errors:
+                    self.shared.fail(f"write op {op_id} failed: {code} {errors}")
+                self.stage.release_op(op_id)
         except Exception as exc:  # report, do not kill the run silently
             self.shared.fail(f"{self.name}: {type(exc).__name__}: {exc}")
 
