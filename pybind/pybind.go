@@ -171,24 +171,13 @@ func ReleaseQuery(stageID, query uint64) (uint64, error) {
 }
 
 // WriteAttribute enqueues a write. tensorsAddr holds tensorCount DLTensor pointers; count 0
-// means the whole query; index map / mask are present when their address is non-zero.
+// means the whole query; index map / mask are present when their address is non-zero. The
+// column's placement follows the source tensor (see WriteAttributePlaced).
 func WriteAttribute(stageID, query, attrToken uint64, attrName string, ordinal uint64,
 	tensorsAddr uintptr, tensorCount int, count int64, indexMapAddr uintptr, indexMapLen int,
 	maskAddr uintptr, maskLen int, semantic int32, isArray bool, primMode int32) (uint64, error) {
-	return call(func() (uint64, error) {
-		s, err := stage(stageID)
-		if err != nil {
-			return 0, err
-		}
-		req, err := decodeWrite("", tensorsAddr, tensorCount, count, indexMapAddr, indexMapLen, indexMapAddr != 0,
-			maskAddr, maskLen, maskAddr != 0)
-		if err != nil {
-			return 0, err
-		}
-		req.Query, req.AttrToken, req.AttrName, req.Ordinal = query, attrToken, attrName, ordinal
-		req.Semantic, req.IsArray, req.PrimMode = semantic, isArray, primMode
-		return s.WriteAttribute(req)
-	})
+	return WriteAttributePlaced(stageID, query, attrToken, attrName, ordinal, tensorsAddr, tensorCount,
+		count, indexMapAddr, indexMapLen, maskAddr, maskLen, semantic, isArray, primMode, 0, 0, 0, 0)
 }
 
 // AdvanceWriteFloor enqueues a floor advance over uint64[n] attribute tokens at attrsAddr.

@@ -326,6 +326,10 @@ class Stage(_HierarchyMixin):
             tokens.append(self._token(as_attribute(a, f"attrs[{i}]"), f"attrs[{i}]"))
         return preds, values, tokens
 
+    def _tokens(self, values: Sequence[int | str], name: str) -> array.array[int]:
+        """Tokens of attribute arguments ``name[i]`` as a uint64 array (see ``_token``)."""
+        return array.array("Q", (self._token(v, f"{name}[{i}]") for i, v in enumerate(values)))
+
     def _token(self, attr: int | str, what: str) -> int:
         """A token for an attribute argument: strings are interned; an empty or NUL-containing
         name raises OvstageError(INVALID_ARGUMENT) naming the argument (enqueue methods turn
@@ -514,9 +518,7 @@ class Stage(_HierarchyMixin):
         values = [as_attribute(a, f"attributes[{i}]") for i, a in enumerate(attributes)]
         self._require_live("delete_attributes")
         try:
-            tokens = array.array(
-                "Q", (self._token(v, f"attributes[{i}]") for i, v in enumerate(values))
-            )
+            tokens = self._tokens(values, "attributes")
         except OvstageError as exc:
             return self._rejected(exc)
         return self._enqueue(
@@ -686,9 +688,7 @@ class Stage(_HierarchyMixin):
         values = [as_attribute(a, f"attributes[{i}]") for i, a in enumerate(attributes or ())]
         self._require_live("advance_write_floor")
         try:
-            attrs = array.array(
-                "Q", (self._token(v, f"attributes[{i}]") for i, v in enumerate(values))
-            )
+            attrs = self._tokens(values, "attributes")
         except OvstageError as exc:
             return self._rejected(exc)
         return self._enqueue(
@@ -759,7 +759,7 @@ class Stage(_HierarchyMixin):
         values = [as_attribute(a, f"attrs[{i}]") for i, a in enumerate(attrs)]
         self._require_live("read_attributes")
         try:
-            tokens = array.array("Q", (self._token(v, f"attrs[{i}]") for i, v in enumerate(values)))
+            tokens = self._tokens(values, "attrs")
         except OvstageError as exc:
             return Read(self, 0, self._rejected(exc))
         sid = self._require_live("read_attributes")
