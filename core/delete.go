@@ -54,8 +54,16 @@ func (s *Stage) DeleteAttributes(req DeleteRequest) (uint64, error) {
 			return 0, err
 		}
 	}
+	// A tombstone only covers rows that exist when it runs, so it waits for the mutations
+	// submitted before it at lower ordinals: one of them may create the rows it must delete.
+	var deps []*sched.Op
+	for op, o := range s.pendingMutations {
+		if o < req.Ordinal {
+			deps = append(deps, op)
+		}
+	}
 	op := s.enqueueLocked(opSpec{
-		inputs: []*sched.Op{q.Producer}, mutation: true, ordinal: req.Ordinal,
+		deps: deps, inputs: []*sched.Op{q.Producer}, mutation: true, ordinal: req.Ordinal,
 		run: func(op *sched.Op) error { return s.applyDelete(op, q, attrs, req.Ordinal) },
 	})
 	q.addUserLocked(op)

@@ -2,7 +2,6 @@ package core
 
 import (
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,13 +13,10 @@ import (
 
 // TestDeleteWinsOverAnEarlierSubmittedLowerOrdinalWrite: a write at ordinal 5 submitted
 // before a delete at ordinal 7 of the same key must end tombstoned however the two execute
-// (last writer wins by ordinal; the serialized reference runs the write first). Today a delete
-// that executes before the write has no row to tombstone, and the write's value survives.
-// Known bug, reported by issue 7: run with OVSTAGE_KNOWN_BUGS=1.
+// (last writer wins by ordinal; the serialized reference runs the write first). A delete that
+// ran before the write would find no row to tombstone, so deletes wait for earlier-submitted
+// lower-ordinal mutations (regression test for the race issue 7 found).
 func TestDeleteWinsOverAnEarlierSubmittedLowerOrdinalWrite(t *testing.T) {
-	if os.Getenv("OVSTAGE_KNOWN_BUGS") == "" {
-		t.Skip("known bug (delete racing an earlier lower-ordinal write); OVSTAGE_KNOWN_BUGS=1 runs it")
-	}
 	s := NewStage("delete-race", Config{Workers: 1})
 	t.Cleanup(s.Destroy)
 	d := s.Dictionary()
