@@ -66,7 +66,21 @@ def _as_code(code: object) -> int:
         raise TypeError(f"error code must be an integer, got {type(code).__name__}") from None
 
 
-class OvstageError(RuntimeError):
+class _CodedError(RuntimeError):
+    """A RuntimeError carrying an integer ``code`` and a ``message`` ("" when none)."""
+
+    code: int
+    message: str
+
+    def __init__(self, code: int, message: str = "") -> None:
+        normalized = _as_code(code)
+        text = "" if message is None else str(message)
+        super().__init__(normalized, text)
+        self.code = normalized
+        self.message = text
+
+
+class OvstageError(_CodedError):
     """An ovstage status other than ``OK``.
 
     Attributes:
@@ -74,38 +88,18 @@ class OvstageError(RuntimeError):
         message: the error text, ``""`` when there is none.
     """
 
-    code: int
-    message: str
-
-    def __init__(self, code: int, message: str = "") -> None:
-        normalized = _as_code(code)
-        text = "" if message is None else str(message)
-        super().__init__(normalized, text)
-        self.code = normalized
-        self.message = text
-
     def __str__(self) -> str:
         name = _code_name(self.code)
         return f"{name}: {self.message}" if self.message else name
 
 
-class OvxError(RuntimeError):
+class OvxError(_CodedError):
     """A path-dictionary failure (``OVX_API_ERROR``).
 
     Attributes:
         code: the raw ovx status code.
         message: the error text, ``""`` when there is none.
     """
-
-    code: int
-    message: str
-
-    def __init__(self, code: int, message: str = "") -> None:
-        normalized = _as_code(code)
-        text = "" if message is None else str(message)
-        super().__init__(normalized, text)
-        self.code = normalized
-        self.message = text
 
     def __str__(self) -> str:
         if self.message:

@@ -7,7 +7,7 @@ import contextlib
 import ctypes
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from ._ops import Operation
 from ._query import Filter, Predicate, QueryResult
 
 __all__ = ["OrdinalRange", "Stage", "WriteDesc", "library_version"]
+
+#: A handle wrapper type built by ``Stage._enqueue_handle``.
+H = TypeVar("H", Query, Read, Map, OrdinalQuery)
 
 _UINT64_MAX = (1 << 64) - 1
 _NDARRAY = np.ndarray
@@ -287,24 +290,20 @@ class Stage(_HierarchyMixin):
             return Query(self, 0, self._rejected(exc))
         blob = array.array("B", b"".join(values))
         lens = array.array("Q", (len(v) for v in values))
-        try:
-            out = call(
-                native.Query,
-                self._id,
-                _addr(preds),
-                len(predicates),
-                _addr(blob),
-                len(blob),
-                _addr(lens),
-                len(lens),
-                _addr(tokens),
-                len(tokens),
-                attrs is not None,
-            )
-        except OvstageError as exc:
-            return Query(self, 0, self._rejected(exc))
-        handle, op_id = out.split(" ")
-        return Query(self, int(handle), Operation(self, ErrorCode.OK, int(op_id)))
+        return self._enqueue_handle(
+            Query,
+            "query",
+            native.Query,
+            _addr(preds),
+            len(predicates),
+            _addr(blob),
+            len(blob),
+            _addr(lens),
+            len(lens),
+            _addr(tokens),
+            len(tokens),
+            attrs is not None,
+        )
 
     def _encode_query(
         self, predicates: list[Predicate], attrs: Sequence[int | str] | None
@@ -585,7 +584,7 @@ class Stage(_HierarchyMixin):
         code, bits, lanes = (
             (dtype.code, dtype.bits, dtype.lanes) if dtype is not None else (0, 0, 0)
         )
-        sid = self._require_live("map_attribute")
+        self._require_live("map_attribute")
         token, name = (attr, "") if isinstance(attr, int) else (0, attr)
         if "\x00" in name:
             return Map(
@@ -598,38 +597,30 @@ class Stage(_HierarchyMixin):
                     message="attribute: Token string contains embedded NUL",
                 ),
             )
-        try:
-            out = call(
-                native.MapAttribute,
-                sid,
-                qh,
-                token,
-                name,
-                ordinal,
-                int(mode),
-                code,
-                bits,
-                lanes,
-                sem,
-                _addr(sizes),
-                0 if sizes is None else len(sizes),
-                sizes is not None,
-            )
-        except OvstageError as exc:
-            return Map(self, 0, self._rejected(exc))
-        handle, op_id = out.split(" ")
-        return Map(self, int(handle), Operation(self, ErrorCode.OK, int(op_id)))
+        return self._enqueue_handle(
+            Map,
+            "map_attribute",
+            native.MapAttribute,
+            qh,
+            token,
+            name,
+            ordinal,
+            int(mode),
+            code,
+            bits,
+            lanes,
+            sem,
+            _addr(sizes),
+            0 if sizes is None else len(sizes),
+            sizes is not None,
+        )
 
     def fetch_map_next(self, map: Map | int, timeout: int = TIMEOUT_INFINITE) -> MapGroup | None:
         """The session's next writable group, or None after the last."""
         mh = _handle_of(map, Map, "map")
-        timeout_ns = as_timeout(timeout)
-        try:
-            addr = call(native.FetchMapNext, self._require_live("fetch_map_next"), mh, timeout_ns)
-        except OvstageError as exc:
-            if exc.code == ErrorCode.END_OF_ITERATION:
-                return None
-            raise
+        addr = self._fetch_next("fetch_map_next", native.FetchMapNext, mh, timeout)
+        if addr is None:
+            return None
         group = MapGroup._from_native(addr, self)
         if isinstance(map, Map):
             map._groups.append(group)
@@ -718,12 +709,27 @@ class Stage(_HierarchyMixin):
         )
 
     def _ordinal_query(self, what: str, fn: Any, *args: Any) -> OrdinalQuery:
+        return self._enqueue_handle(OrdinalQuery, what, fn, *args)
+
+    def _enqueue_handle(self, cls: type[H], what: str, fn: Any, *args: Any) -> H:
+        """Call an enqueue that reserves a handle (the facade returns "<handle> <op id>"): a
+        use after destroy raises, an engine rejection gives a handle 0 with a rejected op."""
         sid = self._require_live(what)
         try:
             handle, op_id = call(fn, sid, *args).split(" ")
         except OvstageError as exc:
-            return OrdinalQuery(self, 0, self._rejected(exc))
-        return OrdinalQuery(self, int(handle), Operation(self, ErrorCode.OK, int(op_id)))
+            return cls(self, 0, self._rejected(exc))
+        return cls(self, int(handle), Operation(self, ErrorCode.OK, int(op_id)))
+
+    def _fetch_next(self, what: str, fn: Any, handle: int, timeout: int) -> int | None:
+        """Address of the next group from an iterating fetch, or None at END_OF_ITERATION."""
+        timeout_ns = as_timeout(timeout)
+        try:
+            return call(fn, self._require_live(what), handle, timeout_ns)
+        except OvstageError as exc:
+            if exc.code == ErrorCode.END_OF_ITERATION:
+                return None
+            raise
 
     def fetch_ordinal(
         self, ordinal_query: OrdinalQuery | int, timeout: int = TIMEOUT_INFINITE
@@ -762,35 +768,26 @@ class Stage(_HierarchyMixin):
             tokens = self._tokens(values, "attrs")
         except OvstageError as exc:
             return Read(self, 0, self._rejected(exc))
-        sid = self._require_live("read_attributes")
-        try:
-            out = call(
-                native.ReadAttributes,
-                sid,
-                qh,
-                _addr(tokens),
-                len(tokens),
-                start,
-                end,
-                has_start,
-            )
-        except OvstageError as exc:
-            return Read(self, 0, self._rejected(exc))
-        handle, op_id = out.split(" ")
-        return Read(self, int(handle), Operation(self, ErrorCode.OK, int(op_id)))
+        return self._enqueue_handle(
+            Read,
+            "read_attributes",
+            native.ReadAttributes,
+            qh,
+            _addr(tokens),
+            len(tokens),
+            start,
+            end,
+            has_start,
+        )
 
     def fetch_read_next(
         self, read: Read | int, timeout: int = TIMEOUT_INFINITE
     ) -> ReadGroup | None:
         """The read's next group, or None after the last one."""
         rh = _handle_of(read, Read, "read")
-        timeout_ns = as_timeout(timeout)
-        try:
-            addr = call(native.FetchReadNext, self._require_live("fetch_read_next"), rh, timeout_ns)
-        except OvstageError as exc:
-            if exc.code == ErrorCode.END_OF_ITERATION:
-                return None
-            raise
+        addr = self._fetch_next("fetch_read_next", native.FetchReadNext, rh, timeout)
+        if addr is None:
+            return None
         return ReadGroup(ReadGroupRaw.from_address(addr), self)
 
     def release_group(self, group: ReadGroup) -> None:
