@@ -309,7 +309,11 @@ func (s *Stage) commitMapGroup(op *sched.Op, m *Map, g *MapGroup) error {
 	if w.schema.IsArray {
 		w.rows = int64(len(g.rowOff))
 	}
-	return s.applyWrite(op, m.q, &w)
+	err = s.applyWrite(op, m.q, &w)
+	if w.payload.Valid() { // not staged: the commit failed or had no prims
+		w.payload.Release()
+	}
+	return err
 }
 
 func (s *Stage) endMap(m *Map) {
