@@ -42,7 +42,9 @@ func (s *Stage) Clone(source string, targets []string, ordinal uint64) (uint64, 
 	if err := s.checkLiveLocked(); err != nil {
 		return 0, err
 	}
-	op := s.enqueueLocked(opSpec{mutation: true, ordinal: ordinal, run: func(op *sched.Op) error {
+	// Admission runs when the clone executes: after the floor advances to its ordinal enqueued
+	// before it.
+	op := s.enqueueLocked(opSpec{deps: s.advancesOverLocked(ordinal), mutation: true, ordinal: ordinal, run: func(op *sched.Op) error {
 		return s.applyClone(op, src, dsts, ordinal)
 	}})
 	return op.ID, nil

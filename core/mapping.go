@@ -266,9 +266,11 @@ func (s *Stage) UnmapAttribute(h uint64) (uint64, error) {
 }
 
 // enqueueCommitLocked queues a mutation at the map's ordinal committing groups (all remaining
-// ones when final) and, when final, ending the session.
+// ones when final) and, when final, ending the session. It runs after the floor advances to
+// its ordinal enqueued before it (which then fail it).
 func (s *Stage) enqueueCommitLocked(m *Map, groups []*MapGroup, final bool) uint64 {
-	op := s.enqueueLocked(opSpec{deps: []*sched.Op{m.Op}, mutation: true, ordinal: m.w.ordinal,
+	deps := append(s.advancesOverLocked(m.w.ordinal), m.Op)
+	op := s.enqueueLocked(opSpec{deps: deps, mutation: true, ordinal: m.w.ordinal,
 		run: func(op *sched.Op) error {
 			if final {
 				m.mu.Lock()

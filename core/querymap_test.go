@@ -229,3 +229,25 @@ func TestMapCommitsThatApplyNothingFreeTheirPayload(t *testing.T) {
 	f.s.Destroy()
 	assert.Equal(t, before, buffer.LiveCount(), "every buffer is freed")
 }
+
+// A map commit enqueued after a floor advance over its ordinal fails, whatever the advance
+// still waits for (found by the model test: the commit could run first and land at an ordinal
+// the advance had already been asked to seal).
+func TestMapCommitAfterAPendingAdvanceSeesItsFloor(t *testing.T) {
+	f := newFixture(t)
+	op, _ := f.write(1, []float32{1, 2, 3})
+	f.wait(op)
+	h, mop, err := f.s.MapAttribute(MapRequest{Query: f.query, AttrToken: f.attr, Ordinal: 2})
+	require.NoError(t, err)
+	f.wait(mop)
+	release := make(chan struct{})
+	holdMutation(f.s, 1, release)
+	adv, err := f.s.AdvanceWriteFloor(2, ScopeAll, nil)
+	require.NoError(t, err)
+	un, err := f.s.UnmapAttribute(h)
+	require.NoError(t, err)
+	close(release)
+	f.wait(adv)
+	require.Equal(t, []uint64{un}, f.wait(un).ErrorOpIDs)
+	assert.Contains(t, f.s.LastOpError(un), "WRITE_FLOOR_VIOLATION")
+}
