@@ -244,6 +244,13 @@ class Worker(threading.Thread):
             op = self.stage.write_attribute(
                 query, "s", ordinal, value_of(uid, 0, 1), is_array=False, prim_mode=PrimMode.INSERT
             )
+            with self.shared.lock:
+                floor_after = self.shared.floor_started
+            if op.status == ErrorCode.WRITE_FLOOR_VIOLATION and ordinal <= floor_after:
+                # Floors overtook the margin while this thread was descheduled.
+                record.state = "rejected"
+                self.count("insert rejected WFV")
+                return
             if fresh:
                 if not op.ok:
                     self.shared.fail(f"INSERT of fresh {prim} rejected: {op.error_message()}")
