@@ -29,14 +29,14 @@ import (
 
 // mapSession is an open map session of the driver.
 type mapSession struct {
-	handle, setupOp uint64
-	q               modelQuery
-	attr, ordinal   uint64
-	insert          bool
-	setup           mapSetup
-	group           *MapGroup
-	rows            [][]byte // the buffer contents to commit (as fetched, then edited)
-	committed       bool     // the group was committed by unmap_group
+	handle        uint64
+	q             modelQuery
+	attr, ordinal uint64
+	insert        bool
+	setup         mapSetup
+	group         *MapGroup
+	rows          [][]byte // the buffer contents to commit (as fetched, then edited)
+	committed     bool     // the group was committed by unmap_group
 }
 
 // mapOpen enqueues a map session over a random query.
@@ -72,7 +72,7 @@ func (d *driver) mapOpen() {
 		return
 	}
 	require.NoError(d.t, err)
-	sess := &mapSession{handle: h, setupOp: op, q: q, attr: attr, ordinal: ordinal, insert: insert,
+	sess := &mapSession{handle: h, q: q, attr: attr, ordinal: ordinal, insert: insert,
 		setup: d.m.planMap(attr, dt, q.paths, insert)}
 	sess.rows = sess.setup.prefill
 	p := &mPending{locked: q.paths}

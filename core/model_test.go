@@ -178,8 +178,6 @@ func (m *goModel) liveSchemas(c mCell) []dlpack.DType {
 	return out
 }
 
-func (m *goModel) liveCell(c mCell) bool { return len(m.liveSchemas(c)) > 0 }
-
 // liveOtherSchema: the cell is live in a column of another schema than dt.
 func (m *goModel) liveOtherSchema(c mCell, dt dlpack.DType) bool {
 	for _, s := range m.liveSchemas(c) {
@@ -264,15 +262,6 @@ func (m *goModel) pendingInRegion(roots []uint64) []uint64 {
 	}
 	slices.Sort(out)
 	return out
-}
-
-func (m *goModel) hasPendingAdvance(advances map[uint64]bool) bool {
-	for op := range m.pending {
-		if advances[op] {
-			return true
-		}
-	}
-	return false
 }
 
 // schemaRacy: a pending op may make some cell of attr live in a schema other than dt.

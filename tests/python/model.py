@@ -1,4 +1,4 @@
-"""A small pure-Python reference model of an ovstage stage (spec §1.4, §1.7-§1.11, §3.8-§3.12).
+"""A small pure-Python reference model of an ovstage stage (spec §1.7-§1.11, §3.8-§3.10).
 
 The model knows nothing of the engine. It keeps, per key ``(attribute, prim, schema)`` (one
 *cell* of one column: an attribute name may have several columns, one per storage schema and
