@@ -42,7 +42,9 @@ func (s *Stage) Clone(source string, targets []string, ordinal uint64) (uint64, 
 	if err := s.checkLiveLocked(); err != nil {
 		return 0, err
 	}
-	op := s.enqueueLocked(opSpec{mutation: true, ordinal: ordinal, run: func(op *sched.Op) error {
+	// Admission runs when the clone executes: after the floor advances to its ordinal enqueued
+	// before it.
+	op := s.enqueueLocked(opSpec{deps: s.advancesOverLocked(ordinal), mutation: true, ordinal: ordinal, run: func(op *sched.Op) error {
 		return s.applyClone(op, src, dsts, ordinal)
 	}})
 	return op.ID, nil
@@ -110,6 +112,7 @@ func (s *Stage) applyClone(op *sched.Op, src uint64, dsts []uint64, ordinal uint
 	}
 	subtree := s.subtreeLocked(src)
 	mapped := make([][]uint64, len(dsts)) // mapped[t][k] = target path of subtree[k]
+	created := make(map[uint64]bool, len(dsts)*len(subtree))
 	for t, dst := range dsts {
 		mapped[t] = make([]uint64, len(subtree))
 		for k, p := range subtree {
@@ -122,8 +125,18 @@ func (s *Stage) applyClone(op *sched.Op, src uint64, dsts []uint64, ordinal uint
 				s.mu.Unlock()
 				return status.Errorf(status.PrimNotFound, "clone target %s already exists; nothing was cloned", s.pathName(m))
 			}
+			if created[m] {
+				s.mu.Unlock()
+				return status.Errorf(status.OpFailed, "clone target %s is also the copy of a prim under another target; nothing was cloned", s.pathName(m))
+			}
+			created[m] = true
 			mapped[t][k] = m
 		}
+	}
+	// Admission: the global floor always, then the floor of every attribute the subtree carries.
+	if err := s.checkGlobalAdmission(ordinal); err != nil {
+		s.mu.Unlock()
+		return err
 	}
 	var gathered []cloneColumn
 	for a, cols := range s.columns {

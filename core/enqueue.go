@@ -7,7 +7,7 @@ type opSpec struct {
 	deps     []*sched.Op
 	inputs   []*sched.Op
 	mutation bool   // ordinal-keyed mutation (write, delete, ...)
-	ordinal  uint64 // for mutations
+	ordinal  uint64 // for mutations; for advances, the floor asked for
 	advance  bool   // floor advance
 	run      func(op *sched.Op) error
 	// gate holds the op before it runs while the gate is armed (mutations default to
@@ -70,7 +70,7 @@ func (s *Stage) enqueueOpLocked(o *stageOp, task sched.Task, deps, inputs []*sch
 		}
 	}
 	if o.advance {
-		s.pendingAdvances[op] = struct{}{}
+		s.pendingAdvances[op] = o.ordinal
 	}
 	s.ops[op.ID] = op
 	mode := sched.MayInline

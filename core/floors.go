@@ -80,7 +80,7 @@ func (s *Stage) AdvanceWriteFloor(ordinal uint64, scope Scope, attrs []uint64) (
 		}
 	}
 	s.requested.advance(ordinal, scope, attrs, s.knownAttributesLocked)
-	op := s.enqueueLocked(opSpec{deps: deps, advance: true, run: func(*sched.Op) error {
+	op := s.enqueueLocked(opSpec{deps: deps, advance: true, ordinal: ordinal, run: func(*sched.Op) error {
 		return s.applyFloor(ordinal, scope, attrs)
 	}})
 	return op.ID, nil

@@ -266,9 +266,11 @@ func (s *Stage) UnmapAttribute(h uint64) (uint64, error) {
 }
 
 // enqueueCommitLocked queues a mutation at the map's ordinal committing groups (all remaining
-// ones when final) and, when final, ending the session.
+// ones when final) and, when final, ending the session. It runs after the floor advances to
+// its ordinal enqueued before it (which then fail it).
 func (s *Stage) enqueueCommitLocked(m *Map, groups []*MapGroup, final bool) uint64 {
-	op := s.enqueueLocked(opSpec{deps: []*sched.Op{m.Op}, mutation: true, ordinal: m.w.ordinal,
+	deps := append(s.advancesOverLocked(m.w.ordinal), m.Op)
+	op := s.enqueueLocked(opSpec{deps: deps, mutation: true, ordinal: m.w.ordinal,
 		run: func(op *sched.Op) error {
 			if final {
 				m.mu.Lock()
@@ -309,7 +311,11 @@ func (s *Stage) commitMapGroup(op *sched.Op, m *Map, g *MapGroup) error {
 	if w.schema.IsArray {
 		w.rows = int64(len(g.rowOff))
 	}
-	return s.applyWrite(op, m.q, &w)
+	err = s.applyWrite(op, m.q, &w)
+	if w.payload.Valid() { // not staged: the commit failed or had no prims
+		w.payload.Release()
+	}
+	return err
 }
 
 func (s *Stage) endMap(m *Map) {

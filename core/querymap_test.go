@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/status"
 	"github.com/ovstage-go/ovstage/dlpack"
 )
@@ -194,4 +195,59 @@ func TestMapStartsWithCurrentValuesAndCommitsAtItsOrdinal(t *testing.T) {
 
 	_, _, err = f.s.MapAttribute(MapRequest{Query: f.query, AttrToken: f.attr, Ordinal: 3})
 	assert.Equal(t, status.WriteFloorViolation, status.CodeOf(err))
+}
+
+// A commit that applies nothing (it failed, or its query has no prims) frees the copy of the
+// group's buffer it made (found by the model test: sealed-in-between commits leaked it).
+func TestMapCommitsThatApplyNothingFreeTheirPayload(t *testing.T) {
+	before := buffer.LiveCount()
+	f := newFixture(t)
+	op, _ := f.write(1, []float32{1, 2, 3})
+	f.wait(op)
+	h, mop, err := f.s.MapAttribute(MapRequest{Query: f.query, AttrToken: f.attr, Ordinal: 2})
+	require.NoError(t, err)
+	f.wait(mop)
+	f.seal(2) // the session's ordinal is sealed before it commits
+	un, err := f.s.UnmapAttribute(h)
+	require.NoError(t, err)
+	res := f.wait(un)
+	require.Equal(t, []uint64{un}, res.ErrorOpIDs)
+	assert.Contains(t, f.s.LastOpError(un), "WRITE_FLOOR_VIOLATION")
+
+	list, err := f.s.Dictionary().CreateList(nil)
+	require.NoError(t, err)
+	empty, err := f.s.QueryFromPathList(list)
+	require.NoError(t, err)
+	_, _ = f.s.Dictionary().Release(list)
+	h, mop, err = f.s.MapAttribute(MapRequest{Query: empty, AttrToken: f.attr, Ordinal: 3,
+		DType: dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}})
+	require.NoError(t, err)
+	f.wait(mop)
+	un, err = f.s.UnmapAttribute(h)
+	require.NoError(t, err)
+	require.Empty(t, f.wait(un).ErrorOpIDs)
+	f.s.Destroy()
+	assert.Equal(t, before, buffer.LiveCount(), "every buffer is freed")
+}
+
+// A map commit enqueued after a floor advance over its ordinal fails, whatever the advance
+// still waits for (found by the model test: the commit could run first and land at an ordinal
+// the advance had already been asked to seal).
+func TestMapCommitAfterAPendingAdvanceSeesItsFloor(t *testing.T) {
+	f := newFixture(t)
+	op, _ := f.write(1, []float32{1, 2, 3})
+	f.wait(op)
+	h, mop, err := f.s.MapAttribute(MapRequest{Query: f.query, AttrToken: f.attr, Ordinal: 2})
+	require.NoError(t, err)
+	f.wait(mop)
+	release := make(chan struct{})
+	holdMutation(f.s, 1, release)
+	adv, err := f.s.AdvanceWriteFloor(2, ScopeAll, nil)
+	require.NoError(t, err)
+	un, err := f.s.UnmapAttribute(h)
+	require.NoError(t, err)
+	close(release)
+	f.wait(adv)
+	require.Equal(t, []uint64{un}, f.wait(un).ErrorOpIDs)
+	assert.Contains(t, f.s.LastOpError(un), "WRITE_FLOOR_VIOLATION")
 }

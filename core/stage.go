@@ -46,8 +46,9 @@ type Stage struct {
 	sameOrdinalTail map[uint64]*sched.Op
 	// pendingMutations are unfinished mutations by ordinal (floor advances wait for those ≤ N).
 	pendingMutations map[*sched.Op]uint64
-	// pendingAdvances are unfinished floor advances (later reads wait for them).
-	pendingAdvances map[*sched.Op]struct{}
+	// pendingAdvances are unfinished floor advances with the ordinal each asked for (later
+	// reads wait for them, and so do later clones and map commits at or below that ordinal).
+	pendingAdvances map[*sched.Op]uint64
 	// prims holds every prim that exists (committed state), with a parent index on demand.
 	prims primSet
 	// primsRemoved: a whole-prim delete happened, so a write to an existing column row may
@@ -81,7 +82,7 @@ func NewStage(name string, cfg Config) *Stage {
 	s := &Stage{
 		ID: newHandle(), Name: name, dict: pathdict.Global(), pool: sched.NewPool(cfg.Workers),
 		ops: map[uint64]*sched.Op{}, sameOrdinalTail: map[uint64]*sched.Op{},
-		pendingMutations: map[*sched.Op]uint64{}, pendingAdvances: map[*sched.Op]struct{}{},
+		pendingMutations: map[*sched.Op]uint64{}, pendingAdvances: map[*sched.Op]uint64{},
 		columns: map[uint64][]*column.Column{},
 		floors:  newFloors(), requested: newFloors(),
 		queries: map[uint64]*Query{}, reads: map[uint64]*Read{}, groups: map[uint64]*Group{},
@@ -169,6 +170,19 @@ func (s *Stage) pendingAdvancesLocked() []*sched.Op {
 	out := make([]*sched.Op, 0, len(s.pendingAdvances))
 	for op := range s.pendingAdvances {
 		out = append(out, op)
+	}
+	return out
+}
+
+// advancesOverLocked lists the pending floor advances to ordinal or above. A mutation whose
+// floor check runs only when it executes (clones, map commits) waits for them, so it is
+// admitted against the floors asked for before it was enqueued, as writes are at enqueue.
+func (s *Stage) advancesOverLocked(ordinal uint64) []*sched.Op {
+	var out []*sched.Op
+	for op, n := range s.pendingAdvances {
+		if n >= ordinal {
+			out = append(out, op)
+		}
 	}
 	return out
 }

@@ -367,6 +367,15 @@ func (s *Stage) checkInsertLocked(w *preparedWrite, targets []uint64) error {
 	return nil
 }
 
+// checkGlobalAdmission refuses an ordinal at or below the applied global floor (a clone of
+// prims that carry no attribute is still a mutation at its ordinal).
+func (s *Stage) checkGlobalAdmission(ordinal uint64) error {
+	if ordinal <= s.floors.global {
+		return status.Errorf(status.WriteFloorViolation, "ordinal %d is at or below the global write floor %d", ordinal, s.floors.global)
+	}
+	return nil
+}
+
 func (s *Stage) checkAdmission(floor, ordinal, attr uint64) error {
 	if ordinal <= floor {
 		return status.Errorf(status.WriteFloorViolation, "ordinal %d is at or below the write floor %d of attribute %q",

@@ -1,15 +1,20 @@
 """A small pure-Python reference model of an ovstage stage (spec §1.7-§1.11, §3.8-§3.10).
 
-The model knows nothing of the engine. It keeps, per key ``(attribute, prim)``, every accepted
-change (ordinal, submission sequence, value or :data:`TOMBSTONE`), the requested write floors
-(global and per attribute), which prims exist and which accepted ops are known to have
-finished. From that it predicts:
+The model knows nothing of the engine. It keeps, per key ``(attribute, prim, schema)`` (one
+*cell* of one column: an attribute name may have several columns, one per storage schema and
+role, on different prims), every accepted change (ordinal, submission sequence, value or
+:data:`TOMBSTONE`), the requested write floors (global and per attribute), which prims exist
+and which accepted ops are known to have finished. From that it predicts:
 
 * **admission** at enqueue: the set of status codes a write or delete may be rejected with
   (``WRITE_FLOOR_VIOLATION`` at or below the effective floor, ``INVALID_ARGUMENT`` for bad
-  addressing or a schema change on a prim that carries the attribute, ``PRIM_NOT_FOUND`` for
-  INSERT onto an existing prim). Several may apply and the engine may report any one of them
-  (precedence is not specified), so the model returns them all; empty means "accepted";
+  addressing or a schema change on a prim that carries the attribute in another column,
+  ``PRIM_NOT_FOUND`` for INSERT onto an existing prim). Several may apply and the engine may
+  report any one of them (precedence is not specified), so the model returns them all; empty
+  means "accepted";
+* **outcomes** of ops that only fail when they run: map setups (the schema they map, the
+  committed values their buffers start with), map commits and clones (subtree copies; a
+  missing source, an existing target, a floor at or above the ordinal fail them whole);
 * **floors**: ``Scope.ALL`` / ``INCLUDE`` / ``EXCLUDE`` advances, effective floors
   ``max(G, F[a])`` and the reported global floor (minimum over known attributes);
 * **reads**, latest and range, with sealed-snapshot semantics and change membership (§1.10):
@@ -18,10 +23,12 @@ finished. From that it predicts:
   known to have finished may or may not have been applied when the read runs; the outcome
   sets cover both.
 
-Ops are assumed to succeed when they execute. Callers keep that true, and the model exact, by
-avoiding the races it does not decide: an INSERT or a delete racing pending writes to the
-same prims, a schema change racing a pending write, an ``EXCLUDE`` advance racing pending
-writes that create attributes. ``test_model_stateful.py`` flushes before those.
+Every op's outcome is decided when it is enqueued. Callers keep that true, and the model exact,
+by avoiding the races it does not decide: an INSERT, a delete, a map setup or commit, or a
+clone racing pending ops on the prims it reads or creates, a schema change racing a pending
+write of another schema, an ``EXCLUDE`` advance racing pending writes that create attributes,
+a mutation racing a pending map setup or clone that reads its prims.
+``test_model_stateful.py`` settles ops before those.
 
 A key has a *row* once a write to it was applied (deletes never create rows): only keys with
 rows take tombstones, fail latest reads before their first seal, or appear in range reads.
@@ -29,6 +36,7 @@ rows take tombstones, fail latest reads before their first seal, or appear in ra
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -40,13 +48,18 @@ __all__ = [
     "ABSENT",
     "TOMBSTONE",
     "Change",
+    "CloneOutcome",
     "Floors",
+    "MapSetup",
     "Outcome",
     "ReadExpectation",
+    "ReadResult",
     "StageModel",
     "Value",
     "WritePlan",
+    "is_under",
     "plan_targets",
+    "rebase",
 ]
 
 # Bound on a write's targets, to order the elements of one write after each other.
@@ -54,8 +67,12 @@ _MAX_TARGETS = 1 << 20
 
 #: One value: the row's components as Python numbers (a 1-lane value is a 1-tuple).
 Value = tuple[float, ...]
-
-Key = tuple[str, str]
+#: A column's schema: (numpy dtype string, lanes, semantic).
+Schema = tuple[str, int, int]
+#: A cell: (attribute, prim).
+Cell = tuple[str, str]
+#: A key: one cell in the column of one schema.
+Key = tuple[str, str, Schema]
 
 
 class _Marker(Enum):
@@ -70,6 +87,16 @@ ABSENT = _Marker.ABSENT
 
 #: What a read returns for one key: a value, TOMBSTONE, ABSENT, or the code failing the read.
 Outcome = Value | _Marker | ErrorCode
+
+
+def is_under(path: str, ancestor: str) -> bool:
+    """Whether ``path`` is ``ancestor`` or below it (by path components)."""
+    return path == ancestor or path.startswith(ancestor + "/")
+
+
+def rebase(path: str, source: str, target: str) -> str:
+    """``path`` (inside ``source``) moved under ``target``."""
+    return target + path[len(source) :]
 
 
 @dataclass(frozen=True)
@@ -159,53 +186,115 @@ def plan_targets(
 
 
 @dataclass
+class ReadResult:
+    """What a read returned: values by key (the schema from the group's dtype and semantic),
+    and the number of tombstone groups naming each cell (a tombstone group has no tensor to
+    name its column)."""
+
+    values: dict[Key, Value] = field(default_factory=dict)
+    tombs: Counter[Cell] = field(default_factory=Counter)
+
+
+@dataclass
 class ReadExpectation:
     """What a read may return: per key, the set of possible outcomes.
 
-    ``group_ordinals`` is each attribute's newest sealed change (a group's ``ordinal``) and
-    ``floors`` each attribute's effective floor (a group's ``meta`` floor).
+    ``group_ordinals`` is each column's newest sealed change (a group's ``ordinal``), by
+    ``(attribute, schema)``, and ``floors`` each attribute's effective floor (a group's
+    ``meta`` floor).
     """
 
     outcomes: dict[Key, set[Outcome]] = field(default_factory=dict)
-    group_ordinals: dict[str, int] = field(default_factory=dict)
+    group_ordinals: dict[tuple[str, Schema], int] = field(default_factory=dict)
     floors: dict[str, int] = field(default_factory=dict)
 
-    def check(self, result: dict[Key, Value | _Marker] | ErrorCode) -> str | None:
-        """Return why ``result`` (values or TOMBSTONE by key, or the read's error code) is
-        impossible, or None when the model allows it."""
+    def check(self, result: ReadResult | ErrorCode) -> str | None:
+        """Return why ``result`` (or the read's error code) is impossible, or None when the
+        model allows it."""
         if isinstance(result, ErrorCode):
             if not any(result in options for options in self.outcomes.values()):
                 return f"read failed with {result.name}, which no selected key can cause"
             return None
-        for key, options in self.outcomes.items():
-            got = result.get(key, ABSENT)
-            if got not in options:
-                return f"{key}: got {got}, expected one of {options}"
-        extra = [key for key in result if key not in self.outcomes]
+        cells: dict[Cell, list[Key]] = {}
+        for key in self.outcomes:
+            cells.setdefault(key[:2], []).append(key)
+        for key, value in result.values.items():
+            if key not in self.outcomes:
+                return f"a value for a key the model never saw written: {key}"
+            if value not in self.outcomes[key]:
+                return f"{key}: got {value}, expected one of {self.outcomes[key]}"
+        extra = [cell for cell in result.tombs if cell not in cells]
         if extra:
-            return f"keys the model never saw written: {extra}"
+            return f"tombstone groups for cells the model never saw written: {extra}"
+        for cell, keys in cells.items():
+            # Keys without a value took no part in the read (absent) or came back in one of
+            # the cell's tombstone groups.
+            rest = [k for k in keys if k not in result.values]
+            for key in rest:
+                if not self.outcomes[key] & {ABSENT, TOMBSTONE}:
+                    return f"{key}: not returned, expected one of {self.outcomes[key]}"
+            must = sum(1 for k in rest if ABSENT not in self.outcomes[k])
+            can = sum(1 for k in rest if TOMBSTONE in self.outcomes[k])
+            if not must <= result.tombs[cell] <= can:
+                return f"{cell}: {result.tombs[cell]} tombstone groups, expected {must}..{can}"
         return None
+
+
+@dataclass
+class MapSetup:
+    """What a map session's setup decides: the schema it maps and the values its buffers start
+    with (the committed values, zeros where there is none), or the codes it fails with."""
+
+    schema: Schema | None
+    prefill: list[Value]
+    errors: set[ErrorCode]
+
+
+@dataclass
+class CloneOutcome:
+    """What a clone decides: the source subtree, each target's copy of every subtree prim, or
+    the codes it fails with."""
+
+    subtree: list[str]
+    mapped: list[list[str]]
+    errors: set[ErrorCode]
 
 
 @dataclass
 class _Op:
     """An accepted op the model tracks until it is known to have finished."""
 
-    kind: str  # "write" | "other"
-    attribute: str = ""
-    keys: tuple[Key, ...] = ()
-    schema: tuple[object, ...] | None = None
+    keys: tuple[Key, ...] = ()  # cells it changes (its changes are in history)
+    creates: tuple[str, ...] = ()  # prims that exist once it finished
+    fails: frozenset[ErrorCode] = frozenset()  # the codes it fails with (empty: succeeds)
+    # Prims (and subtrees) it reads or creates while it runs: later mutations touching them
+    # wait for it (map setups, INSERT commits, clones).
+    locked: tuple[str, ...] = ()
+    roots: tuple[str, ...] = ()
+
+    def touches(self, prim: str) -> bool:
+        """Whether the op reads, changes or creates ``prim``."""
+        return (
+            prim in self.creates
+            or prim in self.locked
+            or any(k[1] == prim for k in self.keys)
+            or any(is_under(prim, r) for r in self.roots)
+        )
+
+    @property
+    def locking(self) -> bool:
+        return bool(self.locked or self.roots)
 
 
 class StageModel:
-    """Reference model of one stage's ordinals, floors, prims, deletes and reads."""
+    """Reference model of one stage's ordinals, floors, prims, columns, deletes, map commits,
+    clones and reads."""
 
     def __init__(self) -> None:
         self.floors = Floors()
         self.history: dict[Key, list[Change]] = {}
         self.prims: set[str] = set()  # prims that exist (applied state)
         self.known: set[str] = set()  # attributes with a column (applied state)
-        self.schemas: dict[str, tuple[object, ...]] = {}  # each attribute's column schema
         self.pending: dict[int, _Op] = {}
         self._seq = 0
 
@@ -222,7 +311,7 @@ class StageModel:
         return [c for c in self.history.get(key, ()) if self._applied(c)]
 
     def has_row(self, key: Key) -> bool:
-        """Whether an applied write gave the key a row."""
+        """Whether an applied write gave the key a row in its column."""
         return any(c.is_write for c in self._applied_changes(key))
 
     def live(self, key: Key) -> bool:
@@ -230,28 +319,79 @@ class StageModel:
         changes = self._applied_changes(key)
         return bool(changes) and max(changes, key=lambda c: (c.ordinal, c.seq)).is_write
 
+    def committed(self, key: Key) -> Value | None:
+        """The key's value in the applied state (what map buffers and clones copy)."""
+        changes = self._applied_changes(key)
+        if not changes:
+            return None
+        value = max(changes, key=lambda c: (c.ordinal, c.seq)).value
+        return None if value is TOMBSTONE else value
+
+    def keys_of(self, attribute: str, prim: str) -> list[Key]:
+        """The keys of a cell, one per column it ever had a change in."""
+        return sorted(k for k in self.history if k[0] == attribute and k[1] == prim)
+
+    def live_schemas(self, attribute: str, prim: str) -> list[Schema]:
+        """The schemas in which ``prim`` carries ``attribute``."""
+        return [k[2] for k in self.keys_of(attribute, prim) if self.live(k)]
+
+    def live_in_other_schema(self, attribute: str, prim: str, schema: Schema) -> bool:
+        """Whether ``prim`` carries ``attribute`` in a column of another schema."""
+        return any(s != schema for s in self.live_schemas(attribute, prim))
+
     def live_attributes(self, paths: Sequence[str]) -> set[str]:
         """Attributes that some of ``paths`` carry (what a whole-prim delete deletes)."""
-        return {a for (a, p) in self.history if p in paths and self.live((a, p))}
+        return {k[0] for k in self.history if k[1] in paths and self.live(k)}
 
     def has_pending_writes(self) -> bool:
-        """Whether a write is not known to have finished."""
-        return any(op.kind == "write" for op in self.pending.values())
+        """Whether an op that changes cells is not known to have finished."""
+        return any(op.keys for op in self.pending.values())
+
+    def pending_touching(self, prims: Iterable[str], locking_only: bool = False) -> list[int]:
+        """Pending ops (locking ones only, if asked) that touch one of ``prims``."""
+        wanted = list(prims)
+        return sorted(
+            op_id
+            for op_id, op in self.pending.items()
+            if (op.locking or not locking_only) and any(op.touches(p) for p in wanted)
+        )
+
+    def pending_in_region(self, roots: Sequence[str]) -> list[int]:
+        """Pending ops touching a prim at or below one of ``roots`` (or locking a subtree
+        overlapping one of them)."""
+
+        def inside(p: str) -> bool:
+            return any(is_under(p, r) for r in roots)
+
+        out = []
+        for op_id, op in self.pending.items():
+            prims = [*op.creates, *op.locked, *(k[1] for k in op.keys)]
+            overlap = any(inside(r) or any(is_under(x, r) for x in roots) for r in op.roots)
+            if overlap or any(inside(p) for p in prims):
+                out.append(op_id)
+        return sorted(out)
+
+    def schema_is_racy(self, attribute: str, schema: Schema) -> bool:
+        """Whether a pending op may make a cell of ``attribute`` live in another schema."""
+        return any(
+            k[0] == attribute and k[2] != schema for op in self.pending.values() for k in op.keys
+        )
 
     # -- writes --------------------------------------------------------------------------
 
     def write_errors(
         self,
         attribute: str,
-        schema: tuple[object, ...],
+        schema: Schema,
         ordinal: int,
         plan: WritePlan | None,
         insert: bool,
     ) -> set[ErrorCode]:
-        """Status codes a write may be rejected with at enqueue (empty: must be accepted).
+        """Status codes a write (or map commit) may fail with (empty: it succeeds).
 
-        ``schema`` is the layout the write carries (dtype, lanes, semantic). A schema other
-        than the attribute's column's is refused when a target prim carries the attribute.
+        ``schema`` is the layout the write carries (dtype, lanes, semantic). It is refused on a
+        target prim that carries the attribute in a column of another schema; elsewhere it
+        goes to (or opens) the column of its own schema.
         """
         errors: set[ErrorCode] = set()
         if ordinal <= self.floors.effective(attribute):
@@ -259,52 +399,35 @@ class StageModel:
         if plan is None:
             errors.add(ErrorCode.INVALID_ARGUMENT)
             return errors
-        known = self.schemas.get(attribute)
-        if (
-            known is not None
-            and known != schema
-            and any(self.live((attribute, prim)) for prim, _ in plan.targets)
-        ):
+        if any(self.live_in_other_schema(attribute, prim, schema) for prim, _ in plan.targets):
             errors.add(ErrorCode.INVALID_ARGUMENT)
         if insert and any(prim in self.prims for prim, _ in plan.targets):
             errors.add(ErrorCode.PRIM_NOT_FOUND)
         return errors
 
-    def creates_column(self, attribute: str, schema: tuple[object, ...], plan: WritePlan) -> bool:
-        """Whether an accepted write would create a second column for ``attribute``."""
-        known = self.schemas.get(attribute)
-        return known is not None and known != schema and bool(plan.targets)
-
-    def touches_pending(self, prims: Iterable[str]) -> bool:
-        """Whether a pending write targets one of ``prims`` (INSERT/delete would race it)."""
-        wanted = set(prims)
-        return any(p in wanted for op in self.pending.values() for _, p in op.keys)
-
-    def schema_is_racy(self, attribute: str, schema: tuple[object, ...]) -> bool:
-        """Whether a pending write may create ``attribute`` with another schema."""
-        return any(
-            op.kind == "write" and op.attribute == attribute and op.schema != schema
-            for op in self.pending.values()
-        )
-
     def accept_write(
         self,
         op: int,
         attribute: str,
-        schema: tuple[object, ...],
+        schema: Schema,
         ordinal: int,
         plan: WritePlan,
         payload: Sequence[Value],
+        locked: Sequence[str] = (),
     ) -> None:
-        """Record an accepted write (op id ``op``) whose execution is still pending."""
+        """Record an accepted write or map commit (op id ``op``) that will succeed."""
         seq = self._next_seq()
         keys = []
         for i, (prim, row) in enumerate(plan.targets):
-            key = (attribute, prim)
+            key = (attribute, prim, schema)
             # A query may name a prim twice: the later element of the same write wins.
             self.history.setdefault(key, []).append(Change(ordinal, seq + i, op, payload[row]))
             keys.append(key)
-        self.pending[op] = _Op("write", attribute, tuple(keys), schema)
+        self.pending[op] = _Op(
+            keys=tuple(keys),
+            creates=tuple(p for p, _ in plan.targets),
+            locked=tuple(locked),
+        )
 
     # -- deletes -------------------------------------------------------------------------
 
@@ -322,46 +445,136 @@ class StageModel:
         self, op: int, paths: Sequence[str], attributes: Sequence[str], ordinal: int
     ) -> None:
         """Record an accepted delete that already finished (callers wait deletes at once,
-        with no write pending): tombstones for keys with rows; whole prims stop existing."""
+        with nothing pending): a tombstone for every key with a row, in every column of the
+        deleted attributes; whole prims stop existing."""
         whole = not attributes
         names = sorted(self.live_attributes(paths)) if whole else list(dict.fromkeys(attributes))
         seq = self._next_seq()
         for a in names:
             for prim in dict.fromkeys(paths):
-                key = (a, prim)
-                if self.has_row(key):
-                    self.history[key].append(Change(ordinal, seq, op, TOMBSTONE))
+                for key in self.keys_of(a, prim):
+                    if self.has_row(key):
+                        self.history[key].append(Change(ordinal, seq, op, TOMBSTONE))
         if whole:
             self.prims.difference_update(paths)
 
-    # -- floors --------------------------------------------------------------------------
+    # -- map sessions and clones ---------------------------------------------------------
+
+    def plan_map(
+        self,
+        attribute: str,
+        schema: Schema | None,
+        paths: Sequence[str],
+        insert: bool,
+        zero: Value,
+    ) -> MapSetup:
+        """Decide a map setup over ``paths`` (nothing touching them may be pending). ``schema``
+        None maps the one schema the prims carry ``attribute`` in; ``zero`` is the value of a
+        buffer row with nothing committed."""
+        errors: set[ErrorCode] = set()
+        if schema is None:
+            found = {s for p in paths for s in self.live_schemas(attribute, p)}
+            if len(found) != 1:
+                return MapSetup(None, [], {ErrorCode.INVALID_ARGUMENT})  # "dtype is required"
+            (schema,) = found
+        for p in paths:
+            if self.live_in_other_schema(attribute, p, schema):
+                errors.add(ErrorCode.INVALID_ARGUMENT)
+            if insert and p in self.prims:
+                errors.add(ErrorCode.PRIM_NOT_FOUND)
+        prefill = []
+        for p in paths:
+            value = self.committed((attribute, p, schema))
+            prefill.append(zero if value is None else value)
+        return MapSetup(schema, prefill, errors)
+
+    def plan_clone(self, source: str, targets: Sequence[str], ordinal: int) -> CloneOutcome:
+        """Decide a clone of ``source`` onto ``targets`` (nothing touching the source or the
+        target subtrees may be pending)."""
+        if source not in self.prims:
+            return CloneOutcome([], [], {ErrorCode.NOT_FOUND})
+        subtree = [source, *sorted(p for p in self.prims if p != source and is_under(p, source))]
+        errors: set[ErrorCode] = set()
+        mapped: list[list[str]] = []
+        seen: set[str] = set()
+        for target in targets:
+            copies = [rebase(p, source, target) for p in subtree]
+            if any(c in self.prims for c in copies):
+                errors.add(ErrorCode.PRIM_NOT_FOUND)  # "already exists": nothing is cloned
+            if seen & set(copies):
+                errors.add(ErrorCode.OP_FAILED)  # one target is another target's copy
+            seen.update(copies)
+            mapped.append(copies)
+        # Admission: the global floor, and the floor of every attribute the subtree carries.
+        if ordinal <= self.floors.global_floor or any(
+            ordinal <= self.floors.effective(k[0])
+            for k in self.history
+            if k[1] in subtree and self.live(k)
+        ):
+            errors.add(ErrorCode.WRITE_FLOOR_VIOLATION)
+        return CloneOutcome(subtree, mapped, errors)
+
+    def accept_clone(
+        self, op: int, outcome: CloneOutcome, ordinal: int, roots: Sequence[str]
+    ) -> None:
+        """Record a clone that will succeed: every live source key is copied, at ``ordinal``,
+        to each target's copy of its prim."""
+        seq = self._next_seq()
+        keys = []
+        i = 0
+        for key in sorted(k for k in self.history if k[1] in outcome.subtree and self.live(k)):
+            value = self.committed(key)
+            at = outcome.subtree.index(key[1])
+            for copies in outcome.mapped:
+                copy = (key[0], copies[at], key[2])
+                assert value is not None
+                self.history.setdefault(copy, []).append(Change(ordinal, seq + i, op, value))
+                keys.append(copy)
+                i += 1
+        self.pending[op] = _Op(
+            keys=tuple(keys),
+            creates=tuple(c for copies in outcome.mapped for c in copies),
+            roots=tuple(roots),
+        )
+
+    # -- floors and other ops ------------------------------------------------------------
 
     def accept_advance(
         self, op: int, ordinal: int, scope: Scope = Scope.ALL, listed: Sequence[str] = ()
     ) -> None:
         """Record an accepted advance (``EXCLUDE`` only with no write pending)."""
         self.floors.advance(ordinal, scope, listed, self.known)
-        self.pending[op] = _Op("other")
+        self.pending[op] = _Op()
 
-    def accept_other(self, op: int) -> None:
-        """Track an accepted op that changes no data (releases)."""
-        self.pending[op] = _Op("other")
+    def accept_other(
+        self,
+        op: int,
+        fails: Iterable[ErrorCode] = (),
+        locked: Sequence[str] = (),
+        roots: Sequence[str] = (),
+    ) -> None:
+        """Track an accepted op that changes no data (releases, map setups, failing ops)."""
+        self.pending[op] = _Op(fails=frozenset(fails), locked=tuple(locked), roots=tuple(roots))
+
+    def failures(self, op: int) -> frozenset[ErrorCode]:
+        """The codes op ``op`` fails with (empty: it succeeds)."""
+        tracked = self.pending.get(op)
+        return tracked.fails if tracked is not None else frozenset()
 
     def finished(self, op: int) -> None:
-        """The engine reported op ``op`` finished (successfully)."""
+        """The engine reported op ``op`` finished (with the outcome the model decided)."""
         tracked = self.pending.pop(op, None)
-        if tracked is None or tracked.kind != "write" or not tracked.keys:
+        if tracked is None or tracked.fails:
             return
-        self.schemas.setdefault(tracked.attribute, tracked.schema or ())
-        self.known.add(tracked.attribute)
-        self.prims.update(prim for _, prim in tracked.keys)
+        self.known.update(k[0] for k in tracked.keys)
+        self.prims.update(tracked.creates)
 
     # -- reads ---------------------------------------------------------------------------
 
     def _key_outcome(
-        self, key: Key, applied: list[Change], floor: int, span: tuple[int, int] | None
+        self, applied: list[Change], floor: int, span: tuple[int, int] | None
     ) -> Outcome:
-        """The outcome of ``key`` when exactly ``applied`` of its changes were applied."""
+        """The outcome of a key when exactly ``applied`` of its changes were applied."""
         if not any(c.is_write for c in applied):
             return ABSENT  # no row
         sealed = [c for c in applied if c.ordinal <= floor]
@@ -390,16 +603,16 @@ class StageModel:
         outcomes = set()
         for n in range(len(maybe) + 1):
             for subset in combinations(maybe, n):
-                outcomes.add(self._key_outcome(key, certain + list(subset), floor, span))
+                outcomes.add(self._key_outcome(certain + list(subset), floor, span))
         return outcomes
 
     def pending_changes(self, paths: Sequence[str], attributes: Sequence[str]) -> int:
         """The most uncertain changes of one key a read would enumerate."""
         return max(
             (
-                sum(1 for c in self.history.get((a, p), ()) if not self._applied(c))
-                for a in attributes
-                for p in paths
+                sum(1 for c in changes if not self._applied(c))
+                for key, changes in self.history.items()
+                if key[0] in attributes and key[1] in paths
             ),
             default=0,
         )
@@ -413,28 +626,24 @@ class StageModel:
         for attribute in dict.fromkeys(attributes):
             floor = self.floors.effective(attribute)
             exp.floors[attribute] = floor
-            sealed = [
-                c.ordinal
-                for (a, _), changes in self.history.items()
-                if a == attribute
-                for c in changes
-                if c.ordinal <= floor
-            ]
-            if sealed:
-                exp.group_ordinals[attribute] = max(sealed)
-            for prim in dict.fromkeys(paths):
-                key = (attribute, prim)
-                if key in self.history:
+            for key, changes in self.history.items():
+                if key[0] != attribute:
+                    continue
+                sealed = [c.ordinal for c in changes if c.ordinal <= floor]
+                column = (attribute, key[2])
+                if sealed:
+                    exp.group_ordinals[column] = max(exp.group_ordinals.get(column, 0), *sealed)
+                if key[1] in paths:
                     exp.outcomes[key] = self._key_outcomes(key, floor, span)
         return exp
 
-    def sealed_state(self) -> dict[Key, Value]:
+    def sealed_state(self) -> ReadResult:
         """Every key's newest sealed value (for end-of-run comparisons)."""
-        out: dict[Key, Value] = {}
+        out = ReadResult()
         for key in self.history:
             outcome = self._key_outcome(
-                key, self._applied_changes(key), self.floors.effective(key[0]), None
+                self._applied_changes(key), self.floors.effective(key[0]), None
             )
             if isinstance(outcome, tuple):
-                out[key] = outcome
+                out.values[key] = outcome
         return out

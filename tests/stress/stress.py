@@ -4,17 +4,23 @@
 ``OVSTAGE_STRESS_SECONDS`` (default 30) with a random mix of writes (dense, ``count``,
 ``index_map``, ``mask``; waited, polled or fire-and-forget), INSERTs of fresh prims, INSERTs
 onto existing prims, floor advances, latest reads with DLPack exports, query churn and raw
-polls, and deletes of thread-private prims. Every payload value encodes the write and row it
-came from, so:
+polls, deletes of thread-private prims, map sessions over the shared prims (several threads
+map the same prims at once; some rows are changed, the rest commit the values the buffers
+started with), clones of shared subtrees onto thread-private targets (several threads clone
+one source at once), and clones of thread-private subtrees with relationship paths, read back
+to check the rebasing. Every payload value encodes the write and row it came from, so:
 
 * every enqueue result is checked against what is decidable under concurrency (an accepted
   write was above every floor whose advance had returned before it started; a
   ``WRITE_FLOOR_VIOLATION`` was at or below a floor some advance had asked for by the time it
   returned);
 * every value a read returns must come from an accepted write that targeted that prim with
-  that row, at an ordinal at or below the group's floor;
+  that row, a map commit that kept it for that prim, or a clone that copied it from its
+  source prim, at an ordinal at or below the group's floor; a map buffer starts with a value
+  some write, commit or clone gave that prim;
 * at the end everything is sealed and the whole stage must equal the model: per key, the
-  accepted write with the highest (ordinal, op id), and deleted keys are gone.
+  accepted write or map commit with the highest (ordinal, op id), deleted keys are gone, and
+  every cloned key holds a value its source prim had.
 
 Exit status 1 on any violation; the figures are printed either way.
 """
@@ -32,16 +38,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import ovstage
-from ovstage import ErrorCode, OvstageError, PrimMode
+from ovstage import AttributeSemantic, ErrorCode, OvstageError, PrimMode
 
-PRIMS = [f"/Stress/P{i}" for i in range(16)]
+# Shared prims; some have children, so clones of them copy subtrees.
+PRIMS = [f"/Stress/P{i}" for i in range(16)] + ["/Stress/P0/C", "/Stress/P1/C", "/Stress/P1/C/D"]
 ATTRS = {"s": 1, "v": 3}  # attribute -> lanes (float64)
 ROWS_PER_WRITE = 64  # value = uid * ROWS_PER_WRITE + row (exact in float64)
+CLONE_SOURCES = ["/Stress/P0", "/Stress/P1", "/Stress/P1/C", "/Stress/P5"]
 
 
 @dataclass
 class WriteRecord:
-    """A write as submitted: which prim takes which payload row; ``op_id`` once accepted."""
+    """A write or map commit as submitted: which prim takes which payload row (a map commit
+    also keeps, in ``carried``, the values some buffer rows started with); ``op_id`` once
+    accepted."""
 
     uid: int
     attribute: str
@@ -49,6 +59,23 @@ class WriteRecord:
     targets: dict[str, int]
     op_id: int = 0
     state: str = "tentative"  # tentative | accepted | rejected
+    carried: dict[str, int] = field(default_factory=dict)
+
+    def codes(self) -> dict[str, int]:
+        """The value (code) it gives each prim."""
+        out = {p: self.uid * ROWS_PER_WRITE + r for p, r in self.targets.items()}
+        out.update(self.carried)
+        return out
+
+
+@dataclass
+class CloneRecord:
+    """A clone as submitted: the source prim of every copy it makes."""
+
+    ordinal: int
+    sources: dict[str, str]  # copy -> source prim
+    attributes: tuple[str, ...]  # what the copies carry once cloned
+    state: str = "tentative"
 
 
 @dataclass
@@ -64,11 +91,38 @@ class Shared:
     counts: Counter[str] = field(default_factory=Counter)
     fresh_prims: list[str] = field(default_factory=list)
     deleted: set[tuple[str, str]] = field(default_factory=set)  # keys deleted after their write
+    # (attribute, prim, code) -> map commits that kept code for prim
+    carriers: dict[tuple[str, str, int], list[WriteRecord]] = field(default_factory=dict)
+    clone_of: dict[str, list[CloneRecord]] = field(default_factory=dict)  # copy -> clones
+    clones: list[CloneRecord] = field(default_factory=list)
 
     def fail(self, message: str) -> None:
         with self.lock:
             if len(self.failures) < 20:
                 self.failures.append(message)
+
+    def valid_code(self, attribute: str, prim: str, code: int, floor: int | None) -> bool:
+        """Whether some write, map commit or clone not rejected gave ``prim`` the value
+        ``code`` at an ordinal at or below ``floor`` (any ordinal: None). Call with ``lock``."""
+        uid, row = divmod(code, ROWS_PER_WRITE)
+        record = self.writes.get(uid)
+        if (
+            record is not None
+            and record.attribute == attribute
+            and record.targets.get(prim) == row
+            and record.state != "rejected"
+            and (floor is None or record.ordinal <= floor)
+        ):
+            return True
+        for carrier in self.carriers.get((attribute, prim, code), ()):
+            if carrier.state != "rejected" and (floor is None or carrier.ordinal <= floor):
+                return True
+        return any(
+            clone.state != "rejected"
+            and (floor is None or clone.ordinal <= floor)
+            and self.valid_code(attribute, clone.sources[prim], code, None)
+            for clone in self.clone_of.get(prim, ())
+        )
 
 
 def value_of(uid: int, row: int, lanes: int) -> np.ndarray:
@@ -190,6 +244,13 @@ class Worker(threading.Thread):
             op = self.stage.write_attribute(
                 query, "s", ordinal, value_of(uid, 0, 1), is_array=False, prim_mode=PrimMode.INSERT
             )
+            with self.shared.lock:
+                floor_after = self.shared.floor_started
+            if op.status == ErrorCode.WRITE_FLOOR_VIOLATION and ordinal <= floor_after:
+                # Floors overtook the margin while this thread was descheduled.
+                record.state = "rejected"
+                self.count("insert rejected WFV")
+                return
             if fresh:
                 if not op.ok:
                     self.shared.fail(f"INSERT of fresh {prim} rejected: {op.error_message()}")
@@ -262,18 +323,16 @@ class Worker(threading.Thread):
             prim = list_paths[group.prim_index(local)]
             value = data[row]
             code = int(value[0])
-            uid, src_row = divmod(code, ROWS_PER_WRITE)
             with self.shared.lock:
-                record = self.shared.writes.get(uid)
+                ever = self.shared.valid_code(name, prim, code, None)
+                sealed = self.shared.valid_code(name, prim, code, floor)
                 floor_started = self.shared.floor_started
-            if (value != value[0]).any() or record is None or record.attribute != name:
-                self.shared.fail(f"{name}@{prim}: value {value} is from no write")
-            elif record.targets.get(prim) != src_row or record.state == "rejected":
-                self.shared.fail(f"{name}@{prim}: value from write {uid} that did not write it")
-            elif not record.ordinal <= floor <= floor_started:
+            if (value != value[0]).any() or not ever:
+                self.shared.fail(f"{name}@{prim}: value {value} is from no write, commit or clone")
+            elif not sealed or floor > floor_started:
                 self.shared.fail(
-                    f"{name}@{prim}: write at {record.ordinal} read under floor {floor} "
-                    f"(highest requested {floor_started}): unsealed data was served"
+                    f"{name}@{prim}: value {code} read under floor {floor} (highest requested "
+                    f"{floor_started}) was given at no ordinal that low: unsealed data was served"
                 )
         self.count("groups verified")
 
@@ -282,21 +341,243 @@ class Worker(threading.Thread):
             op.done()
         self.count("poll")
 
+    def map_session(self, prims: list[str], query: ovstage.Query) -> None:
+        """Map shared prims (other threads write, map and clone them meanwhile), check the
+        buffers start with committed values, change some rows and commit."""
+        rng, shared = self.rng, self.shared
+        attribute = rng.choice(list(ATTRS))
+        lanes = ATTRS[attribute]
+        uid = self.next_uid()
+        with shared.lock:
+            floor_before = shared.floor_done
+            ordinal = max(shared.floor_started + rng.randint(-1, 6), 0)
+        mapped = self.stage.map_attribute(query, attribute, ordinal)
+        with shared.lock:
+            floor_after = shared.floor_started
+        if mapped.handle == 0:
+            status = mapped.op.status if mapped.op is not None else None
+            if status != ErrorCode.WRITE_FLOOR_VIOLATION:
+                shared.fail(f"map rejected with {status}")
+            elif ordinal > floor_after:
+                shared.fail(f"map at {ordinal} rejected WFV though no floor reached it")
+            self.count("map rejected WFV")
+            return
+        if ordinal <= floor_before:
+            shared.fail(f"map at {ordinal} accepted though floor {floor_before} was sealed")
+        record = WriteRecord(uid, attribute, ordinal, {})
+        group = mapped.fetch_next()
+        if group is None:
+            shared.fail("a map session has no group")
+            mapped.unmap().wait()
+            return
+        listed = self.paths.get_path_strings(group.prim_list)
+        if [listed[group.prim_index(k)] for k in range(group.prim_count)] != prims:
+            shared.fail("a map group does not list the query's prims")
+        with shared.lock:
+            floor_now = shared.floor_started
+        if group.meta.attribute_write_floor_ordinal > floor_now:
+            shared.fail("a map group reports a floor no advance asked for")
+        rows = np.from_dlpack(group.dlpack(0)).reshape(len(prims), lanes)
+        for i, prim in enumerate(prims):
+            code = int(rows[i][0])
+            with shared.lock:
+                valid = shared.valid_code(attribute, prim, code, None)
+            if (rows[i] != rows[i][0]).any() or not valid:
+                shared.fail(f"map buffer of {attribute}@{prim} starts with {rows[i]}, not a value")
+            if rng.randrange(2):
+                rows[i] = value_of(uid, i, lanes)
+                record.targets[prim] = i
+            else:
+                record.carried[prim] = code
+        with shared.lock:
+            shared.writes[uid] = record
+            for prim, code in record.carried.items():
+                shared.carriers.setdefault((attribute, prim, code), []).append(record)
+        if rng.randrange(2):
+            commit = mapped.unmap_group(group)
+            end = mapped.unmap()
+        else:
+            commit = end = mapped.unmap()
+        record.op_id = commit.op_id
+        try:
+            commit.wait()
+        except OvstageError as exc:
+            with shared.lock:
+                record.state = "rejected"
+                floor_now = shared.floor_started
+            if "WRITE_FLOOR_VIOLATION" not in exc.message:
+                shared.fail(f"map commit failed: {exc}")
+            elif ordinal > floor_now:
+                shared.fail(f"map commit at {ordinal} failed WFV though no floor reached it")
+            self.count("map commit failed WFV")
+        else:
+            with shared.lock:
+                record.state = "accepted"
+                shared.max_ordinal = max(shared.max_ordinal, ordinal)
+            self.count("map commit")
+        if end is not commit:
+            end.wait()  # commits nothing more: the group was committed
+
+    def clone_shared(self) -> None:
+        """Clone a shared subtree (other threads write, map and clone it meanwhile) onto fresh
+        thread-private targets; the copies must hold values their sources had."""
+        rng, shared = self.rng, self.shared
+        source = rng.choice(CLONE_SOURCES)
+        subtree = [p for p in PRIMS if p == source or p.startswith(source + "/")]
+        self.seq += 1
+        targets = [f"/Stress/T{self.index}/K{self.seq}_{j}" for j in range(rng.randint(1, 2))]
+        with shared.lock:
+            floor_before = shared.floor_done
+            ordinal = max(shared.floor_started + rng.randint(-1, 6), 0)
+        copies = {t + p[len(source) :]: p for t in targets for p in subtree}
+        record = CloneRecord(ordinal, copies, tuple(ATTRS))
+        with shared.lock:
+            for copy in copies:
+                shared.clone_of.setdefault(copy, []).append(record)
+        if self.run_clone(source, targets, record, floor_before):
+            self.count("clone shared")
+
+    def run_clone(
+        self, source: str, targets: list[str], record: CloneRecord, floor_before: int
+    ) -> bool:
+        """Clone and wait; check a floor failure was due. True when it succeeded."""
+        shared = self.shared
+        op = self.stage.clone_async(source, targets, record.ordinal)
+        try:
+            op.wait()
+        except OvstageError as exc:
+            with shared.lock:
+                record.state = "rejected"
+                floor_now = shared.floor_started
+            if "WRITE_FLOOR_VIOLATION" not in exc.message:
+                shared.fail(f"clone of {source} failed: {exc}")
+            elif record.ordinal > floor_now:
+                shared.fail(f"clone at {record.ordinal} failed WFV though no floor reached it")
+            self.count("clone failed WFV")
+            return False
+        if record.ordinal <= floor_before:
+            shared.fail(
+                f"clone at {record.ordinal} admitted though floor {floor_before} was sealed"
+            )
+        with shared.lock:
+            record.state = "accepted"
+            shared.max_ordinal = max(shared.max_ordinal, record.ordinal)
+            shared.clones.append(record)
+            shared.fresh_prims.extend(record.sources)
+        return True
+
+    def clone_private(self) -> None:
+        """INSERT a private prim and child with a relationship to the child (inside) and to a
+        shared prim (outside), clone it, seal the clone and read the copies back: values
+        copied, the inside path rebased onto each copy, the outside one kept."""
+        rng, shared, paths = self.rng, self.shared, self.paths
+        self.seq += 1
+        base = f"/Stress/T{self.index}/S{self.seq}"
+        prims = [base, base + "/Hand"]
+        uid = self.next_uid()
+        with shared.lock:
+            # Just above the floors (other threads' INSERTs count on floors rising slowly).
+            ordinal = shared.floor_started + rng.randint(1, 4)
+        ids = [paths.intern_path(p) for p in [*prims, PRIMS[3]]]
+        rel = [np.array([ids[1], ids[2]], np.uint64), np.array([ids[0]], np.uint64)]
+        record = WriteRecord(uid, "s", ordinal, {p: i for i, p in enumerate(prims)})
+        with shared.lock:
+            shared.writes[uid] = record
+        with (
+            paths.create_path_list_from_strings(prims) as plist,
+            self.stage.query_from_path_list(plist) as query,
+        ):
+            values = np.array([uid * ROWS_PER_WRITE, uid * ROWS_PER_WRITE + 1], np.float64)
+            relationship = AttributeSemantic.RELATIONSHIP_PATH_ID
+            writes = [
+                ovstage.WriteDesc("s", values, False),
+                ovstage.WriteDesc("rel", rel, True, semantic=relationship),
+            ]
+            op = self.stage.write_attributes(query, writes, ordinal, prim_mode=PrimMode.INSERT)
+            if not op.ok:
+                with shared.lock:
+                    record.state = "rejected"
+                    floor_after = shared.floor_started
+                if op.status != ErrorCode.WRITE_FLOOR_VIOLATION or ordinal > floor_after:
+                    shared.fail(f"INSERT of private {base} rejected: {op.error_message()}")
+                self.count("clone private: INSERT rejected WFV")
+                return
+            with shared.lock:
+                record.op_id, record.state = op.op_id, "accepted"
+                shared.max_ordinal = max(shared.max_ordinal, ordinal)
+                shared.fresh_prims.extend(prims)
+            op.wait()
+        targets = [f"/Stress/T{self.index}/R{self.seq}_{j}" for j in range(rng.randint(1, 2))]
+        clone_at = ordinal + rng.randint(1, 3)
+        copies = {t + p[len(base) :]: p for t in targets for p in prims}
+        clone = CloneRecord(clone_at, copies, ("s",))
+        with shared.lock:
+            for copy in copies:
+                shared.clone_of.setdefault(copy, []).append(clone)
+        if not self.run_clone(base, targets, clone, 0):
+            return
+        self.advance_to(clone_at)
+        with (
+            paths.create_path_list_from_strings(list(copies)) as plist,
+            self.stage.query_from_path_list(plist) as query,
+            self.stage.read_attributes(query, ["s", "rel"], ovstage.OrdinalRange.latest(0)) as read,
+        ):
+            got: dict[tuple[str, str], list[int]] = {}
+            for group in read.groups():
+                with group:
+                    name = paths.token_to_string(group.attribute)
+                    listed = paths.get_path_strings(group.prim_list)
+                    for k in range(group.prim_count):
+                        prim = listed[group.prim_index(k)]
+                        if group.is_array:
+                            got[(name, prim)] = [int(x) for x in group.array(k)]
+                        else:
+                            row = group.data_row_index(k) if group.has_data_index_map else k
+                            got[(name, prim)] = [int(group.array()[row])]
+        for t in targets:
+            hand = paths.intern_path(t + "/Hand")
+            want = {
+                ("s", t): [uid * ROWS_PER_WRITE],
+                ("s", t + "/Hand"): [uid * ROWS_PER_WRITE + 1],
+                ("rel", t): [hand, ids[2]],
+                ("rel", t + "/Hand"): [paths.intern_path(t)],
+            }
+            for key, value in want.items():
+                if got.get(key) != value:
+                    shared.fail(f"clone of {base}: {key} is {got.get(key)}, want {value}")
+        self.count("clone private (rebasing checked)")
+
+    def advance_to(self, ordinal: int) -> None:
+        """Advance every floor to ``ordinal`` and wait (as advance() does, but to a given
+        ordinal)."""
+        with self.shared.lock:
+            self.shared.floor_started = max(self.shared.floor_started, ordinal)
+        op = self.stage.advance_write_floor(ordinal)
+        with self.shared.lock:
+            self.shared.floor_done = max(self.shared.floor_done, ordinal)
+        op.wait()
+
     def run(self) -> None:
         try:
             prims, query = self.make_query()
             while time.monotonic() < self.deadline:
                 r = self.rng.randrange(100)
-                if r < 45:
+                if r < 40:
                     self.write(prims, query)
-                elif r < 55:
+                elif r < 50:
                     self.advance()
-                elif r < 80:
+                elif r < 70:
                     self.read(prims, query)
-                elif r < 85:
+                elif r < 74:
                     self.insert()
-                elif r < 90:
+                elif r < 78:
                     self.poll()
+                elif r < 84:
+                    self.map_session(prims, query)
+                elif r < 87:
+                    self.clone_shared()
+                elif r < 89:
+                    self.clone_private()
                 elif r < 95:
                     # Not waited: ops using the query finish first.
                     self.forgotten.append(query.release().op_id)
@@ -319,13 +600,13 @@ class Worker(threading.Thread):
 def verify_final(stage: ovstage.Stage, shared: Shared) -> int:
     """Seal everything and compare every key with the model; return the keys checked."""
     stage.advance_write_floor(shared.max_ordinal).wait()
-    expected: dict[tuple[str, str], tuple[int, int, int, int]] = {}
+    expected: dict[tuple[str, str], tuple[int, int, int]] = {}
     for record in shared.writes.values():
         if record.state != "accepted":
             continue
-        for prim, row in record.targets.items():
+        for prim, code in record.codes().items():
             key = (record.attribute, prim)
-            candidate = (record.ordinal, record.op_id, record.uid, row)
+            candidate = (record.ordinal, record.op_id, code)
             if key not in expected or candidate[:2] > expected[key][:2]:
                 expected[key] = candidate
     paths = ovstage.PathDictionary(stage)
@@ -348,14 +629,19 @@ def verify_final(stage: ovstage.Stage, shared: Shared) -> int:
         expected.pop(key, None)
         if key in got:
             shared.fail(f"final {key}: deleted, but read back {got[key]}")
-    for key, (_, _, uid, row) in expected.items():
-        want = float(uid * ROWS_PER_WRITE + row)
-        if got.get(key) != want:
-            shared.fail(f"final {key}: got {got.get(key)}, want {want} (write {uid} row {row})")
-    extra = set(got) - set(expected) - shared.deleted
+    for key, (_, _, code) in expected.items():
+        if got.get(key) != float(code):
+            shared.fail(f"final {key}: got {got.get(key)}, want {code}")
+    # Copies are never written after their clone: each holds a value its source prim had.
+    cloned = {(a, copy) for c in shared.clones for copy in c.sources for a in c.attributes}
+    for attribute, copy in sorted(cloned):
+        value = got.get((attribute, copy))
+        if value is None or not shared.valid_code(attribute, copy, int(value), None):
+            shared.fail(f"final {(attribute, copy)}: got {value}, which its source never had")
+    extra = set(got) - set(expected) - shared.deleted - cloned
     if extra:
         shared.fail(f"final read has keys no accepted write made: {sorted(extra)[:5]}")
-    return len(expected)
+    return len(expected) + len(cloned)
 
 
 def setup(stage: ovstage.Stage, shared: Shared) -> None:
@@ -398,7 +684,7 @@ def main() -> int:
     keys = verify_final(stage, shared)
     gc.collect()
     diag = stage._diagnostics()
-    if (diag["ops"], diag["reads"], diag["groups"], diag["queries"]) != (0, 0, 0, 0):
+    if (diag["ops"], diag["reads"], diag["groups"], diag["queries"], diag["maps"]) != (0,) * 5:
         shared.fail(f"live engine objects left after the run: {diag}")
     stage.destroy()
     total = sum(v for k, v in shared.counts.items() if k != "groups verified")
