@@ -78,6 +78,15 @@ func (s *Stage) checkPredicate(i int, p Predicate) error {
 	if p.Op != OpHas && len(p.Values) == 0 {
 		return status.Errorf(status.InvalidArgument, "filter predicate %d: %s needs at least one value", i, p.Op)
 	}
+	if p.Op == OpIn && (name == BuiltinPath || name == BuiltinParent) {
+		// IN compares whole paths: a malformed one could never match (PREFIX compares bytes,
+		// where a trailing "/" has a meaning).
+		for j, v := range p.Values {
+			if _, err := pathdict.ParsePath(v); err != nil {
+				return status.Errorf(status.InvalidArgument, "filter predicate %d: values[%d] is not a prim path: %v", i, j, err)
+			}
+		}
+	}
 	return nil
 }
 
