@@ -58,7 +58,7 @@ func (s *Stage) DeleteAttributes(req DeleteRequest) (uint64, error) {
 	// submitted before it at lower ordinals: one of them may create the rows it must delete.
 	var deps []*sched.Op
 	for op, o := range s.pendingMutations {
-		if o < req.Ordinal {
+		if o.ordinal < req.Ordinal {
 			deps = append(deps, op)
 		}
 	}

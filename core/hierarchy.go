@@ -80,7 +80,7 @@ func (s *Stage) hierarchyLocked(h uint64) (*Hierarchy, error) {
 func (s *Stage) orderingDepsLocked(ordinal uint64) []*sched.Op {
 	deps := s.pendingAdvancesLocked()
 	for op, o := range s.pendingMutations {
-		if o <= ordinal {
+		if o.ordinal <= ordinal {
 			deps = append(deps, op)
 		}
 	}

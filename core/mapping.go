@@ -269,7 +269,7 @@ func (s *Stage) UnmapAttribute(h uint64) (uint64, error) {
 // ones when final) and, when final, ending the session.
 func (s *Stage) enqueueCommitLocked(m *Map, groups []*MapGroup, final bool) uint64 {
 	op := s.enqueueLocked(opSpec{deps: []*sched.Op{m.Op}, mutation: true, ordinal: m.w.ordinal,
-		run: func(op *sched.Op) error {
+		writes: []uint64{m.w.attr}, run: func(op *sched.Op) error {
 			if final {
 				m.mu.Lock()
 				for _, g := range m.groups {

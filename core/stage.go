@@ -44,8 +44,9 @@ type Stage struct {
 	ops       map[uint64]*sched.Op
 	// sameOrdinalTail is the last mutation submitted at each ordinal (same ordinal ⇒ submission order).
 	sameOrdinalTail map[uint64]*sched.Op
-	// pendingMutations are unfinished mutations by ordinal (floor advances wait for those ≤ N).
-	pendingMutations map[*sched.Op]uint64
+	// pendingMutations are the unfinished mutations (floor advances wait for those at ordinals
+	// ≤ N and count the attributes they write as known).
+	pendingMutations map[*sched.Op]*stageOp
 	// pendingAdvances are unfinished floor advances (later reads wait for them).
 	pendingAdvances map[*sched.Op]struct{}
 	// prims holds every prim that exists (committed state), with a parent index on demand.
@@ -81,7 +82,7 @@ func NewStage(name string, cfg Config) *Stage {
 	s := &Stage{
 		ID: newHandle(), Name: name, dict: pathdict.Global(), pool: sched.NewPool(cfg.Workers),
 		ops: map[uint64]*sched.Op{}, sameOrdinalTail: map[uint64]*sched.Op{},
-		pendingMutations: map[*sched.Op]uint64{}, pendingAdvances: map[*sched.Op]struct{}{},
+		pendingMutations: map[*sched.Op]*stageOp{}, pendingAdvances: map[*sched.Op]struct{}{},
 		columns: map[uint64][]*column.Column{},
 		floors:  newFloors(), requested: newFloors(),
 		queries: map[uint64]*Query{}, reads: map[uint64]*Read{}, groups: map[uint64]*Group{},

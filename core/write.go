@@ -420,6 +420,7 @@ type writeOp struct {
 	ws      []*preparedWrite
 	one     preparedWrite
 	oneList [1]*preparedWrite
+	oneAttr [1]uint64
 }
 
 // Run applies the entries (on a worker, or inline when the op is ready at enqueue).
@@ -479,6 +480,13 @@ func (s *Stage) enqueueWritesLocked(qh uint64, o *writeOp) (uint64, error) {
 		}
 	}
 	o.q, o.mutation, o.ordinal = q, true, o.ws[0].ordinal
+	o.writes = o.oneAttr[:]
+	if len(o.ws) > 1 {
+		o.writes = make([]uint64, len(o.ws))
+	}
+	for i, w := range o.ws {
+		o.writes[i] = w.attr
+	}
 	var inputs [1]*sched.Op
 	inputs[0] = q.Producer
 	op := s.enqueueOpLocked(&o.stageOp, o, nil, inputs[:], deferred)
