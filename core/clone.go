@@ -99,28 +99,41 @@ type cloneColumn struct {
 }
 
 func (s *Stage) applyClone(op *sched.Op, src uint64, dsts []uint64, ordinal uint64) error {
-	s.mu.Lock()
-	if err := s.checkLiveLocked(); err != nil {
-		s.mu.Unlock()
+	gathered, mapped, err := s.gatherClone(src, dsts, ordinal)
+	if err != nil {
 		return err
 	}
+	for _, cc := range gathered {
+		if err := s.stageClone(op, cc, mapped, src, dsts, ordinal); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gatherClone checks a clone against the applied state, copies the source subtree's values
+// and records the target prims; mapped[t][k] is the target path of subtree prim k in target t.
+func (s *Stage) gatherClone(src uint64, dsts []uint64, ordinal uint64) ([]cloneColumn, [][]uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkLiveLocked(); err != nil {
+		return nil, nil, err
+	}
+	injectFault(faultCloneApply)
 	if !s.prims.has(src) {
-		s.mu.Unlock()
-		return status.Errorf(status.NotFound, "clone source %s does not exist", s.pathName(src))
+		return nil, nil, status.Errorf(status.NotFound, "clone source %s does not exist", s.pathName(src))
 	}
 	subtree := s.subtreeLocked(src)
-	mapped := make([][]uint64, len(dsts)) // mapped[t][k] = target path of subtree[k]
+	mapped := make([][]uint64, len(dsts))
 	for t, dst := range dsts {
 		mapped[t] = make([]uint64, len(subtree))
 		for k, p := range subtree {
 			m, err := s.rebase(p, src, dst)
 			if err != nil {
-				s.mu.Unlock()
-				return status.Errorf(status.Internal, "rebasing %s: %v", s.pathName(p), err)
+				return nil, nil, status.Errorf(status.Internal, "rebasing %s: %v", s.pathName(p), err)
 			}
 			if s.prims.has(m) {
-				s.mu.Unlock()
-				return status.Errorf(status.PrimNotFound, "clone target %s already exists; nothing was cloned", s.pathName(m))
+				return nil, nil, status.Errorf(status.PrimNotFound, "clone target %s already exists; nothing was cloned", s.pathName(m))
 			}
 			mapped[t][k] = m
 		}
@@ -137,8 +150,7 @@ func (s *Stage) applyClone(op *sched.Op, src uint64, dsts []uint64, ordinal uint
 				continue
 			}
 			if err := s.checkAdmission(s.floors.effective(a), ordinal, a); err != nil {
-				s.mu.Unlock()
-				return err
+				return nil, nil, err
 			}
 			gathered = append(gathered, cc)
 		}
@@ -146,13 +158,7 @@ func (s *Stage) applyClone(op *sched.Op, src uint64, dsts []uint64, ordinal uint
 	for t := range dsts {
 		s.addPrimsLocked(mapped[t])
 	}
-	s.mu.Unlock()
-	for _, cc := range gathered {
-		if err := s.stageClone(op, cc, mapped, src, dsts, ordinal); err != nil {
-			return err
-		}
-	}
-	return nil
+	return gathered, mapped, nil
 }
 
 // stageClone writes one column's gathered values to every target subtree.

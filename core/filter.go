@@ -119,6 +119,7 @@ func (s *Stage) Query(preds []Predicate, attrs []uint64) (uint64, uint64, error)
 		if err := s.checkLiveLocked(); err != nil {
 			return err
 		}
+		injectFault(faultQueryApply)
 		matched, err := s.evaluateLocked(preds)
 		if err != nil {
 			return err
@@ -404,9 +405,7 @@ type QueryResult struct {
 
 // FetchQueryResult waits for a query and returns its discovered attributes and prim count.
 func (s *Stage) FetchQueryResult(h, timeoutNs uint64) (QueryResult, error) {
-	s.mu.Lock()
-	q, err := s.queryLocked(h)
-	s.mu.Unlock()
+	q, err := locked(s, func() (*Query, error) { return s.queryLocked(h) })
 	if err != nil {
 		return QueryResult{}, err
 	}

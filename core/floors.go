@@ -113,29 +113,36 @@ func (s *Stage) AdvanceWriteFloor(ordinal uint64, scope Scope, attrs []uint64) (
 
 // applyFloor raises the floors, then folds every column up to its attribute's effective floor.
 func (s *Stage) applyFloor(adv floorAdvance) error {
-	s.mu.Lock()
-	if s.destroyed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.floors.apply(adv)
-	type work struct {
-		floor uint64
-		col   *column.Column
-	}
-	var todo []work
-	for a, cols := range s.columns {
-		for _, c := range cols {
-			todo = append(todo, work{floor: s.floors.effective(a), col: c})
-		}
-	}
-	s.mu.Unlock()
-	for _, w := range todo {
+	for _, w := range s.raiseFloors(adv) {
 		if err := w.col.Seal(w.floor); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// sealWork is one column to fold up to floor.
+type sealWork struct {
+	floor uint64
+	col   *column.Column
+}
+
+// raiseFloors applies an advance to the floors and lists the columns to seal.
+func (s *Stage) raiseFloors(adv floorAdvance) []sealWork {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.destroyed {
+		return nil
+	}
+	injectFault(faultFloorApply)
+	s.floors.apply(adv)
+	var todo []sealWork
+	for a, cols := range s.columns {
+		for _, c := range cols {
+			todo = append(todo, sealWork{floor: s.floors.effective(a), col: c})
+		}
+	}
+	return todo
 }
 
 // globalFloorLocked is the reported global floor: the minimum effective floor over known

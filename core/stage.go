@@ -92,16 +92,16 @@ func NewStage(name string, cfg Config) *Stage {
 	s.toStart = s.toStartBuf[:0]
 	s.onCreated()
 	stagesMu.Lock()
+	defer stagesMu.Unlock()
 	stages[s.ID] = s
-	stagesMu.Unlock()
 	return s
 }
 
 // Lookup finds a live stage by id.
 func Lookup(id uint64) (*Stage, error) {
 	stagesMu.RLock()
+	defer stagesMu.RUnlock()
 	s, ok := stages[id]
-	stagesMu.RUnlock()
 	if !ok {
 		return nil, status.Errorf(status.InvalidHandle, "stage %d does not exist (destroyed or never created)", id)
 	}
@@ -114,17 +114,17 @@ func (s *Stage) Dictionary() *pathdict.Dictionary { return s.dict }
 // Destroy waits for pending ops, then releases every handle, group and column. Exported
 // tensors keep their own buffer references and stay valid.
 func (s *Stage) Destroy() {
-	stagesMu.Lock()
-	delete(stages, s.ID)
-	stagesMu.Unlock()
-	s.mu.Lock()
-	if s.destroyed {
-		s.mu.Unlock()
+	unregisterStage(s.ID)
+	if first, _ := locked(s, func() (bool, error) {
+		if s.destroyed {
+			return false, nil
+		}
+		s.destroyed = true
+		close(s.closing)
+		return true, nil
+	}); !first {
 		return
 	}
-	s.destroyed = true
-	close(s.closing)
-	s.mu.Unlock()
 	s.pool.Drain()
 	s.onDestroyed()
 	s.mu.Lock()
@@ -151,12 +151,23 @@ func (s *Stage) Destroy() {
 	}
 	s.groups, s.reads, s.queries, s.columns, s.ordinalQueries, s.maps = nil, nil, nil, nil, nil, nil
 	s.ops = map[uint64]*sched.Op{}
-	stagesMu.RLock()
-	last := len(stages) == 0
-	stagesMu.RUnlock()
-	if last {
+	if LiveStages() == 0 {
 		buffer.Trim() // no stage left to reuse recycled buffers
 	}
+}
+
+func unregisterStage(id uint64) {
+	stagesMu.Lock()
+	defer stagesMu.Unlock()
+	delete(stages, id)
+}
+
+// locked runs fn holding s.mu and releases it even if fn panics: a panic that kept the stage
+// mutex would wedge the stage (every later call, and the op's own cleanup, take it).
+func locked[T any](s *Stage, fn func() (T, error)) (T, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fn()
 }
 
 func (s *Stage) checkLiveLocked() error {
@@ -247,10 +258,8 @@ func (s *Stage) ReleaseOp(id uint64) error {
 // failure with a specific status (not plain OP_FAILED) is prefixed with the status name, since
 // callers see every execution failure as OP_FAILED.
 func (s *Stage) LastOpError(id uint64) string {
-	s.mu.Lock()
-	op, ok := s.ops[id]
-	s.mu.Unlock()
-	if !ok || op.Err() == nil {
+	op, _ := locked(s, func() (*sched.Op, error) { return s.ops[id], nil })
+	if op == nil || op.Err() == nil {
 		return ""
 	}
 	return status.Describe(op.Err())

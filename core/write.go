@@ -614,30 +614,10 @@ func (s *Stage) applyWrite(op *sched.Op, q *Query, w *preparedWrite) error {
 		}
 	}
 	w.src = nil
-	s.mu.Lock()
-	if err := s.checkLiveLocked(); err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	err = s.checkAdmission(s.floors.effective(w.attr), w.ordinal, w.attr)
-	var c *column.Column
-	if err == nil {
-		c, err = s.columnForWriteLocked(w, targets)
-	}
-	if err == nil {
-		err = s.checkInsertLocked(w, targets)
-	}
-	if err == nil && len(targets) > 0 && c == nil {
-		c, err = newPlacedColumn(w)
-		if err == nil {
-			s.columns[w.attr] = append(s.columns[w.attr], c)
-		}
-	}
+	c, err := s.writeColumn(w, targets)
 	if err != nil || len(targets) == 0 {
-		s.mu.Unlock()
 		return err
 	}
-	s.mu.Unlock()
 	w.delta = column.Delta{Ordinal: w.ordinal, Seq: op.ID, Src: src, Payload: w.payload, RowOff: w.rowOff, RowLen: w.rowLen,
 		Width: w.width, WidthElems: w.widthElems}
 	w.payload = buffer.Buffer{} // the column owns it now
@@ -645,10 +625,36 @@ func (s *Stage) applyWrite(op *sched.Op, q *Query, w *preparedWrite) error {
 		// New rows mean possibly new prims; existing rows' prims are already recorded unless
 		// a whole-prim delete removed them since.
 		s.mu.Lock()
+		defer s.mu.Unlock()
 		s.addPrimsLocked(targets)
-		s.mu.Unlock()
 	}
 	return nil
+}
+
+// writeColumn re-checks a write against the applied state (admission, schema, INSERT) and
+// returns the column it goes to, created when needed (nil when it has no targets).
+func (s *Stage) writeColumn(w *preparedWrite, targets []uint64) (*column.Column, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkLiveLocked(); err != nil {
+		return nil, err
+	}
+	injectFault(faultWriteApply)
+	if err := s.checkAdmission(s.floors.effective(w.attr), w.ordinal, w.attr); err != nil {
+		return nil, err
+	}
+	c, err := s.columnForWriteLocked(w, targets)
+	if err == nil {
+		err = s.checkInsertLocked(w, targets)
+	}
+	if err != nil || len(targets) == 0 || c != nil {
+		return c, err
+	}
+	if c, err = newPlacedColumn(w); err != nil {
+		return nil, err
+	}
+	s.columns[w.attr] = append(s.columns[w.attr], c)
+	return c, nil
 }
 
 // resolvedPrims is the prim count of query h when it is already resolved, else -1 (unknown
