@@ -190,6 +190,14 @@ class Worker(threading.Thread):
             op = self.stage.write_attribute(
                 query, "s", ordinal, value_of(uid, 0, 1), is_array=False, prim_mode=PrimMode.INSERT
             )
+            with self.shared.lock:
+                floor_after = self.shared.floor_started
+            if op.status == ErrorCode.WRITE_FLOOR_VIOLATION and ordinal <= floor_after:
+                # Other threads advanced the floor past the margin meanwhile (a thread can be
+                # descheduled for a long time): a legitimate rejection, as for write().
+                record.state = "rejected"
+                self.count("insert rejected WFV")
+                return
             if fresh:
                 if not op.ok:
                     self.shared.fail(f"INSERT of fresh {prim} rejected: {op.error_message()}")
