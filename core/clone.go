@@ -101,14 +101,29 @@ type cloneColumn struct {
 }
 
 func (s *Stage) applyClone(op *sched.Op, src uint64, dsts []uint64, ordinal uint64) error {
-	s.mu.Lock()
-	if err := s.checkLiveLocked(); err != nil {
-		s.mu.Unlock()
+	gathered, mapped, err := s.gatherClone(src, dsts, ordinal)
+	if err != nil {
 		return err
 	}
+	for _, cc := range gathered {
+		if err := s.stageClone(op, cc, mapped, src, dsts, ordinal); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gatherClone checks a clone against the applied state, copies the source subtree's values
+// and records the target prims; mapped[t][k] is the target path of subtree prim k in target t.
+func (s *Stage) gatherClone(src uint64, dsts []uint64, ordinal uint64) ([]cloneColumn, [][]uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkLiveLocked(); err != nil {
+		return nil, nil, err
+	}
+	injectFault(faultCloneApply)
 	if !s.prims.has(src) {
-		s.mu.Unlock()
-		return status.Errorf(status.NotFound, "clone source %s does not exist", s.pathName(src))
+		return nil, nil, status.Errorf(status.NotFound, "clone source %s does not exist", s.pathName(src))
 	}
 	subtree := s.subtreeLocked(src)
 	mapped := make([][]uint64, len(dsts)) // mapped[t][k] = target path of subtree[k]
@@ -118,16 +133,13 @@ func (s *Stage) applyClone(op *sched.Op, src uint64, dsts []uint64, ordinal uint
 		for k, p := range subtree {
 			m, err := s.rebase(p, src, dst)
 			if err != nil {
-				s.mu.Unlock()
-				return status.Errorf(status.Internal, "rebasing %s: %v", s.pathName(p), err)
+				return nil, nil, status.Errorf(status.Internal, "rebasing %s: %v", s.pathName(p), err)
 			}
 			if s.prims.has(m) {
-				s.mu.Unlock()
-				return status.Errorf(status.PrimNotFound, "clone target %s already exists; nothing was cloned", s.pathName(m))
+				return nil, nil, status.Errorf(status.PrimNotFound, "clone target %s already exists; nothing was cloned", s.pathName(m))
 			}
 			if created[m] {
-				s.mu.Unlock()
-				return status.Errorf(status.OpFailed, "clone target %s is also the copy of a prim under another target; nothing was cloned", s.pathName(m))
+				return nil, nil, status.Errorf(status.OpFailed, "clone target %s is also the copy of a prim under another target; nothing was cloned", s.pathName(m))
 			}
 			created[m] = true
 			mapped[t][k] = m
@@ -135,8 +147,7 @@ func (s *Stage) applyClone(op *sched.Op, src uint64, dsts []uint64, ordinal uint
 	}
 	// Admission: the global floor always, then the floor of every attribute the subtree carries.
 	if err := s.checkGlobalAdmission(ordinal); err != nil {
-		s.mu.Unlock()
-		return err
+		return nil, nil, err
 	}
 	var gathered []cloneColumn
 	for a, cols := range s.columns {
@@ -150,8 +161,7 @@ func (s *Stage) applyClone(op *sched.Op, src uint64, dsts []uint64, ordinal uint
 				continue
 			}
 			if err := s.checkAdmission(s.floors.effective(a), ordinal, a); err != nil {
-				s.mu.Unlock()
-				return err
+				return nil, nil, err
 			}
 			gathered = append(gathered, cc)
 		}
@@ -159,13 +169,7 @@ func (s *Stage) applyClone(op *sched.Op, src uint64, dsts []uint64, ordinal uint
 	for t := range dsts {
 		s.addPrimsLocked(mapped[t])
 	}
-	s.mu.Unlock()
-	for _, cc := range gathered {
-		if err := s.stageClone(op, cc, mapped, src, dsts, ordinal); err != nil {
-			return err
-		}
-	}
-	return nil
+	return gathered, mapped, nil
 }
 
 // stageClone writes one column's gathered values to every target subtree.

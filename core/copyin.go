@@ -2,6 +2,7 @@ package core
 
 import (
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/ovstage-go/ovstage/core/buffer"
@@ -56,22 +57,40 @@ func copyTensor(dst []byte, t dlpack.Tensor, pool *sched.Pool) error {
 	parts := helpers + 1
 	chunk := (len(dst) + parts - 1) / parts
 	chunk = (chunk + 4095) &^ 4095
-	part := func(i int) {
-		lo := min(i*chunk, len(dst))
-		hi := min(lo+chunk, len(dst))
-		if lo < hi {
-			buffer.Copy(unsafe.Pointer(&dst[lo]), unsafe.Pointer(&src[lo]), hi-lo)
-		}
+	part := func(i int) error {
+		// A helper goroutine must not die of a panic (it would take the process down):
+		// the copy fails instead.
+		return sched.SafeRun(func() error {
+			if h := copyPartHook.Load(); h != nil {
+				(*h)(i)
+			}
+			lo := min(i*chunk, len(dst))
+			hi := min(lo+chunk, len(dst))
+			if lo < hi {
+				buffer.Copy(unsafe.Pointer(&dst[lo]), unsafe.Pointer(&src[lo]), hi-lo)
+			}
+			return nil
+		})
 	}
+	errs := make([]error, parts)
 	var wg sync.WaitGroup
 	for i := 1; i < parts; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			part(i)
+			errs[i] = part(i)
 		}()
 	}
-	part(0)
+	errs[0] = part(0)
 	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
+
+// copyPartHook, when a test sets it, runs at the start of each part of a split copy (nil in
+// production: one atomic load per part).
+var copyPartHook atomic.Pointer[func(part int)]

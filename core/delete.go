@@ -58,7 +58,7 @@ func (s *Stage) DeleteAttributes(req DeleteRequest) (uint64, error) {
 	// submitted before it at lower ordinals: one of them may create the rows it must delete.
 	var deps []*sched.Op
 	for op, o := range s.pendingMutations {
-		if o < req.Ordinal {
+		if o.ordinal < req.Ordinal {
 			deps = append(deps, op)
 		}
 	}
@@ -88,11 +88,25 @@ func (s *Stage) attributesOfLocked(prims []uint64) []uint64 {
 }
 
 func (s *Stage) applyDelete(op *sched.Op, q *Query, attrs []uint64, ordinal uint64) error {
-	s.mu.Lock()
-	if err := s.checkLiveLocked(); err != nil {
-		s.mu.Unlock()
+	cols, err := s.deleteColumns(q, attrs, ordinal)
+	if err != nil {
 		return err
 	}
+	for _, c := range cols {
+		c.Stage(q.Paths, &column.Delta{Ordinal: ordinal, Seq: op.ID, Tombstone: true})
+	}
+	return nil
+}
+
+// deleteColumns checks a delete against the applied floors and returns the columns to
+// tombstone (every attribute of the prims for a whole-prim delete, which forgets the prims).
+func (s *Stage) deleteColumns(q *Query, attrs []uint64, ordinal uint64) ([]*column.Column, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkLiveLocked(); err != nil {
+		return nil, err
+	}
+	injectFault(faultDeleteApply)
 	wholePrims := len(attrs) == 0
 	if wholePrims {
 		attrs = s.attributesOfLocked(q.Paths)
@@ -100,17 +114,12 @@ func (s *Stage) applyDelete(op *sched.Op, q *Query, attrs []uint64, ordinal uint
 	var cols []*column.Column
 	for _, a := range attrs {
 		if err := s.checkAdmission(s.floors.effective(a), ordinal, a); err != nil {
-			s.mu.Unlock()
-			return err
+			return nil, err
 		}
 		cols = append(cols, s.columns[a]...)
 	}
 	if wholePrims {
 		s.removePrimsLocked(q.Paths)
 	}
-	s.mu.Unlock()
-	for _, c := range cols {
-		c.Stage(q.Paths, &column.Delta{Ordinal: ordinal, Seq: op.ID, Tombstone: true})
-	}
-	return nil
+	return cols, nil
 }

@@ -6,9 +6,10 @@ import "github.com/ovstage-go/ovstage/core/sched"
 type opSpec struct {
 	deps     []*sched.Op
 	inputs   []*sched.Op
-	mutation bool   // ordinal-keyed mutation (write, delete, ...)
-	ordinal  uint64 // for mutations; for advances, the floor asked for
-	advance  bool   // floor advance
+	mutation bool     // ordinal-keyed mutation (write, delete, ...)
+	ordinal  uint64   // for mutations; for advances, the floor asked for
+	advance  bool     // floor advance
+	writes   []uint64 // for mutations: attributes whose column they may create
 	run      func(op *sched.Op) error
 	// gate holds the op before it runs while the gate is armed (mutations default to
 	// WriteGate; reads pass QueryGate).
@@ -27,8 +28,11 @@ type stageOp struct {
 	ordinal  uint64
 	mutation bool
 	advance  bool
-	gate     *Gate
-	run      func(op *sched.Op) error
+	// writes are the attributes whose column this mutation may create (writes, map commits):
+	// an EXCLUDE advance submitted after it counts them as known.
+	writes []uint64
+	gate   *Gate
+	run    func(op *sched.Op) error
 }
 
 // Run does the op's work.
@@ -50,7 +54,7 @@ type startItem struct {
 // enqueueLocked registers and submits an op described by spec. s.mu must be held.
 func (s *Stage) enqueueLocked(spec opSpec) *sched.Op {
 	o := &stageOp{ordinal: spec.ordinal, mutation: spec.mutation, advance: spec.advance,
-		gate: spec.gate, run: spec.run}
+		writes: spec.writes, gate: spec.gate, run: spec.run}
 	return s.enqueueOpLocked(o, o, spec.deps, spec.inputs, spec.async)
 }
 
@@ -64,7 +68,7 @@ func (s *Stage) enqueueOpLocked(o *stageOp, task sched.Task, deps, inputs []*sch
 	if o.mutation {
 		op.After(s.sameOrdinalTail[o.ordinal])
 		s.sameOrdinalTail[o.ordinal] = op
-		s.pendingMutations[op] = o.ordinal
+		s.pendingMutations[op] = o
 		if o.gate == nil {
 			o.gate = WriteGate
 		}

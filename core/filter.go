@@ -78,6 +78,15 @@ func (s *Stage) checkPredicate(i int, p Predicate) error {
 	if p.Op != OpHas && len(p.Values) == 0 {
 		return status.Errorf(status.InvalidArgument, "filter predicate %d: %s needs at least one value", i, p.Op)
 	}
+	if p.Op == OpIn && (name == BuiltinPath || name == BuiltinParent) {
+		// IN compares whole paths: a malformed one could never match (PREFIX compares bytes,
+		// where a trailing "/" has a meaning).
+		for j, v := range p.Values {
+			if _, err := pathdict.ParsePath(v); err != nil {
+				return status.Errorf(status.InvalidArgument, "filter predicate %d: values[%d] is not a prim path: %v", i, j, err)
+			}
+		}
+	}
 	return nil
 }
 
@@ -110,6 +119,7 @@ func (s *Stage) Query(preds []Predicate, attrs []uint64) (uint64, uint64, error)
 		if err := s.checkLiveLocked(); err != nil {
 			return err
 		}
+		injectFault(faultQueryApply)
 		matched, err := s.evaluateLocked(preds)
 		if err != nil {
 			return err
@@ -395,9 +405,7 @@ type QueryResult struct {
 
 // FetchQueryResult waits for a query and returns its discovered attributes and prim count.
 func (s *Stage) FetchQueryResult(h, timeoutNs uint64) (QueryResult, error) {
-	s.mu.Lock()
-	q, err := s.queryLocked(h)
-	s.mu.Unlock()
+	q, err := locked(s, func() (*Query, error) { return s.queryLocked(h) })
 	if err != nil {
 		return QueryResult{}, err
 	}

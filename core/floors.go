@@ -29,30 +29,54 @@ func (f *floors) effective(a uint64) uint64 { return max(f.global, f.attr[a]) }
 
 func (f *floors) raise(a, n uint64) { f.attr[a] = max(f.attr[a], n) }
 
-// advance applies one advance: ALL (or EXCLUDE with an empty list) raises G and every known
-// attribute; INCLUDE raises the listed ones; EXCLUDE raises every known one not listed.
-func (f *floors) advance(n uint64, scope Scope, listed []uint64, known func(yield func(uint64) bool)) {
-	in := map[uint64]bool{}
-	for _, a := range listed {
-		in[a] = true
+// floorAdvance is what one advance raises, fixed when it is enqueued: the admission check at
+// enqueue (requested floors) and the floors applied when it runs use the same set, so an
+// attribute that appears between the two cannot be counted differently.
+type floorAdvance struct {
+	ordinal uint64
+	global  bool     // ALL, or EXCLUDE with an empty list: G and so every attribute
+	attrs   []uint64 // per-attribute floors raised
+}
+
+func (f *floors) apply(a floorAdvance) {
+	if a.global {
+		f.global = max(f.global, a.ordinal)
 	}
+	for _, attr := range a.attrs {
+		f.raise(attr, a.ordinal)
+	}
+}
+
+// planAdvanceLocked resolves an advance's scope: INCLUDE raises the listed attributes; EXCLUDE
+// raises every attribute known at submission except the listed ones. Known at submission means
+// it has a column, or a mutation submitted earlier and still pending writes it (that write may
+// run after the advance, which does not wait for writes above its ordinal, but comes first in
+// submission order).
+func (s *Stage) planAdvanceLocked(ordinal uint64, scope Scope, listed []uint64) floorAdvance {
+	adv := floorAdvance{ordinal: ordinal}
 	switch {
 	case scope == ScopeInclude:
-		for _, a := range listed {
-			f.raise(a, n)
-		}
+		adv.attrs = listed
 	case scope == ScopeAll || len(listed) == 0:
-		f.global = max(f.global, n)
-		for a := range known {
-			f.raise(a, n)
-		}
+		adv.global = true
 	default:
-		for a := range known {
-			if !in[a] {
-				f.raise(a, n)
+		known := map[uint64]bool{}
+		for a := range s.columns {
+			known[a] = true
+		}
+		for _, o := range s.pendingMutations {
+			for _, a := range o.writes {
+				known[a] = true
 			}
 		}
+		for _, a := range listed {
+			delete(known, a)
+		}
+		for a := range known {
+			adv.attrs = append(adv.attrs, a)
+		}
 	}
+	return adv
 }
 
 // AdvanceWriteFloor seals ordinals <= ordinal for the attributes in scope (floors clamp: an
@@ -75,50 +99,50 @@ func (s *Stage) AdvanceWriteFloor(ordinal uint64, scope Scope, attrs []uint64) (
 	}
 	var deps []*sched.Op
 	for op, o := range s.pendingMutations {
-		if o <= ordinal {
+		if o.ordinal <= ordinal {
 			deps = append(deps, op)
 		}
 	}
-	s.requested.advance(ordinal, scope, attrs, s.knownAttributesLocked)
+	adv := s.planAdvanceLocked(ordinal, scope, attrs)
+	s.requested.apply(adv)
 	op := s.enqueueLocked(opSpec{deps: deps, advance: true, ordinal: ordinal, run: func(*sched.Op) error {
-		return s.applyFloor(ordinal, scope, attrs)
+		return s.applyFloor(adv)
 	}})
 	return op.ID, nil
 }
 
-func (s *Stage) knownAttributesLocked(yield func(uint64) bool) {
-	for a := range s.columns {
-		if !yield(a) {
-			return
-		}
-	}
-}
-
 // applyFloor raises the floors, then folds every column up to its attribute's effective floor.
-func (s *Stage) applyFloor(ordinal uint64, scope Scope, attrs []uint64) error {
-	s.mu.Lock()
-	if s.destroyed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.floors.advance(ordinal, scope, attrs, s.knownAttributesLocked)
-	type work struct {
-		floor uint64
-		col   *column.Column
-	}
-	var todo []work
-	for a, cols := range s.columns {
-		for _, c := range cols {
-			todo = append(todo, work{floor: s.floors.effective(a), col: c})
-		}
-	}
-	s.mu.Unlock()
-	for _, w := range todo {
+func (s *Stage) applyFloor(adv floorAdvance) error {
+	for _, w := range s.raiseFloors(adv) {
 		if err := w.col.Seal(w.floor); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// sealWork is one column to fold up to floor.
+type sealWork struct {
+	floor uint64
+	col   *column.Column
+}
+
+// raiseFloors applies an advance to the floors and lists the columns to seal.
+func (s *Stage) raiseFloors(adv floorAdvance) []sealWork {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.destroyed {
+		return nil
+	}
+	injectFault(faultFloorApply)
+	s.floors.apply(adv)
+	var todo []sealWork
+	for a, cols := range s.columns {
+		for _, c := range cols {
+			todo = append(todo, sealWork{floor: s.floors.effective(a), col: c})
+		}
+	}
+	return todo
 }
 
 // globalFloorLocked is the reported global floor: the minimum effective floor over known

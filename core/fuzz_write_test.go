@@ -38,6 +38,9 @@ type fuzzTensor struct {
 // maxFuzzBytes bounds the memory one fuzz tensor may address.
 const maxFuzzBytes = 1 << 16
 
+// forgedRows is the row count a forged payload claims: terabytes no copy may touch.
+const forgedRows = 1 << 40
+
 // newFuzzTensor decodes a dtype, shape, strides and device and backs them with memory large
 // enough for every element the strides reach; ok=false when that would be too large.
 func newFuzzTensor(r *fuzzBytes) (fuzzTensor, bool) {
@@ -262,6 +265,14 @@ func f32Bytes(vals ...float32) string {
 // exactly as it was (values, live objects, buffers); an accepted one must succeed and read
 // back, once sealed, as the spec's addressing rules say.
 func FuzzWriteAttribute(f *testing.F) {
+	// Forged (4,) float32 payloads claiming forgedRows rows over query [A B C D]: one with
+	// index_map [3 2 1 0] (reads real rows only: accepted, and only those rows are copied),
+	// one without (rejected: its rows do not match the prims written).
+	forged := []byte{0, 2, 1, 1, 0, 2, 0, 0, 2, 0, 2, 0, 0, 0, 1, 4, 1}
+	forged = append(forged, make([]byte, 16)...) // the payload bytes
+	forged = append(forged, 0, 6)                // CPU, count 4
+	f.Add(append(append([]byte(nil), forged...), 0, 4, 3, 2, 1, 0, 1, 3))
+	f.Add(append(append([]byte(nil), forged...), 1, 1, 3))
 	f.Add([]byte{})
 	f.Add([]byte{0, 2, 0, 1, 2, 2, 4, 3, 0, 0, 0, 0, 0, 0, 0, 0})       // float32, (4,3)-ish
 	f.Add([]byte{2, 2, 0, 1, 3, 0, 2, 1, 1, 0, 1, 3, 0, 1, 2, 0, 1, 1}) // strided
@@ -319,6 +330,23 @@ func FuzzWriteAttribute(f *testing.F) {
 				req.Mask[i] = uint64(r.byte()) | uint64(r.byte())<<56
 			}
 		}
+		// A forged fixed payload claims forgedRows rows over the memory of its real ones
+		// (decided last, so older corpus entries decode as before). Only an index map that
+		// reads real rows may be accepted; a write that reads a row the producer lied about
+		// cannot be checked (the engine cannot know), so it is not made.
+		claimedRows := int64(-1)
+		if r.intn(4) == 3 && !req.IsArray && len(tensors) == 1 && len(tensors[0].t.Shape) > 0 {
+			realRows := tensors[0].t.Shape[0]
+			if req.HasIndexMap {
+				for _, v := range req.IndexMap[:min(int(req.Count), len(req.IndexMap))] {
+					if int64(v) >= realRows {
+						return
+					}
+				}
+			}
+			claimedRows = forgedRows
+			req.Tensors[0].Shape = append([]int64{claimedRows}, tensors[0].t.Shape[1:]...)
+		}
 
 		op, err := fs.s.WriteAttribute(req)
 		for _, ft := range tensors {
@@ -364,6 +392,9 @@ func FuzzWriteAttribute(f *testing.F) {
 		fs.mustWait(t, seal)
 
 		nrows, rowData, ok := expectedRows(tensors, req, len(paths))
+		if claimedRows >= 0 {
+			nrows = claimedRows // the rows the engine was told of
+		}
 		if !ok {
 			t.Fatalf("write accepted though its payload does not split into rows: %+v", req)
 		}

@@ -122,13 +122,10 @@ func (g *Gate) WaitUntilEntered(n int, timeout time.Duration) bool {
 		deadline = t.C
 	}
 	for {
-		g.mu.Lock()
-		if g.entered >= n {
-			g.mu.Unlock()
+		reached, changed := g.enteredAtLeast(n)
+		if reached {
 			return true
 		}
-		changed := g.changed
-		g.mu.Unlock()
 		select {
 		case <-changed:
 		case <-deadline:
@@ -137,9 +134,29 @@ func (g *Gate) WaitUntilEntered(n int, timeout time.Duration) bool {
 	}
 }
 
+// enteredAtLeast reports whether n ops have entered, and the channel closed at the next change.
+func (g *Gate) enteredAtLeast(n int) (bool, chan struct{}) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.entered >= n, g.changed
+}
+
 func (g *Gate) notifyLocked() {
 	close(g.changed)
 	g.changed = make(chan struct{})
+}
+
+// enter counts a matching op that finds the gate armed, returning the channel that lets it
+// through and whether it must wait on it.
+func (g *Gate) enter() (armed bool, open chan struct{}, enabled bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.enabled && g.failNext == 0 {
+		return false, nil, false
+	}
+	g.entered++
+	g.notifyLocked()
+	return true, g.open, g.enabled
 }
 
 // Active reports whether an op enqueued now must go through the gate.
@@ -148,15 +165,10 @@ func (g *Gate) Active() bool { return g.armed.Load() }
 // pass is called by a matching op once it is ready: it counts the entry, blocks while the gate
 // is enabled (or until cancel is closed), then consumes a pending fail_next.
 func (g *Gate) pass(opID uint64, cancel <-chan struct{}) error {
-	g.mu.Lock()
-	if !g.enabled && g.failNext == 0 {
-		g.mu.Unlock()
+	armed, open, enabled := g.enter()
+	if !armed {
 		return nil
 	}
-	g.entered++
-	g.notifyLocked()
-	open, enabled := g.open, g.enabled
-	g.mu.Unlock()
 	if enabled {
 		select {
 		case <-open:

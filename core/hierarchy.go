@@ -51,6 +51,23 @@ var (
 	hierarchies = map[uint64]*Hierarchy{}
 )
 
+func lookupHierarchy(h uint64) *Hierarchy {
+	hierMu.Lock()
+	defer hierMu.Unlock()
+	return hierarchies[h]
+}
+
+// setHierarchy registers hh under h, or forgets h when hh is nil.
+func setHierarchy(h uint64, hh *Hierarchy) {
+	hierMu.Lock()
+	defer hierMu.Unlock()
+	if hh == nil {
+		delete(hierarchies, h)
+	} else {
+		hierarchies[h] = hh
+	}
+}
+
 func dropHierarchies(s *Stage) {
 	hierMu.Lock()
 	defer hierMu.Unlock()
@@ -66,10 +83,8 @@ func (s *Stage) hierarchyLocked(h uint64) (*Hierarchy, error) {
 	if err := s.checkLiveLocked(); err != nil {
 		return nil, err
 	}
-	hierMu.Lock()
-	hh, ok := hierarchies[h]
-	hierMu.Unlock()
-	if !ok || hh.stage != s || hh.releasing {
+	hh := lookupHierarchy(h)
+	if hh == nil || hh.stage != s || hh.releasing {
 		return nil, status.Errorf(status.InvalidHandle, "hierarchy handle %d is not valid on stage %d (released, from another stage, or never created)", h, s.ID)
 	}
 	return hh, nil
@@ -80,7 +95,7 @@ func (s *Stage) hierarchyLocked(h uint64) (*Hierarchy, error) {
 func (s *Stage) orderingDepsLocked(ordinal uint64) []*sched.Op {
 	deps := s.pendingAdvancesLocked()
 	for op, o := range s.pendingMutations {
-		if o <= ordinal {
+		if o.ordinal <= ordinal {
 			deps = append(deps, op)
 		}
 	}
@@ -120,9 +135,7 @@ func (s *Stage) GetHierarchy(list pathdict.ListID, ordinal uint64, relation int3
 			return nil
 		}})
 	}
-	hierMu.Lock()
-	hierarchies[h.Handle] = h
-	hierMu.Unlock()
+	setHierarchy(h.Handle, h)
 	return h.Handle, h.Op.ID, nil
 }
 
@@ -179,9 +192,7 @@ func (s *Stage) relationsLocked(paths []uint64, ordinal uint64, relation int32) 
 // FetchHierarchyResult waits up to timeoutNs for a hierarchy handle's op and returns its
 // result (the result stays with the handle until it is released).
 func (s *Stage) FetchHierarchyResult(h, timeoutNs uint64) (HierarchyResult, error) {
-	s.mu.Lock()
-	hh, err := s.hierarchyLocked(h)
-	s.mu.Unlock()
+	hh, err := locked(s, func() (*Hierarchy, error) { return s.hierarchyLocked(h) })
 	if err != nil {
 		return HierarchyResult{}, err
 	}
@@ -204,9 +215,7 @@ func (s *Stage) ReleaseHierarchy(h uint64) (uint64, error) {
 	}
 	hh.releasing = true
 	op := s.enqueueLocked(opSpec{deps: []*sched.Op{hh.Op}, run: func(*sched.Op) error {
-		hierMu.Lock()
-		delete(hierarchies, h)
-		hierMu.Unlock()
+		setHierarchy(h, nil)
 		return nil
 	}})
 	return op.ID, nil
@@ -384,51 +393,66 @@ func (s *Stage) sealedValuesLocked(attr uint64, accept func(column.Schema) bool,
 	return nil
 }
 
-func (s *Stage) applyComputeHierarchy(op *sched.Op, ordinal, xformTok, resetTok, worldTok uint64) error {
+// hierarchyInputs is what compute_hierarchy reads under the stage lock: the world-matrix
+// columns to update (and their prims), the sealed local transforms and reset flags.
+type hierarchyInputs struct {
+	targets []hierarchyTarget
+	locals  map[uint64]mat4
+	resets  map[uint64]bool
+}
+
+type hierarchyTarget struct {
+	col   *column.Column
+	prims []uint64
+}
+
+// gatherHierarchy checks compute_hierarchy against the applied state and reads its inputs
+// (no targets: nothing carries the world matrix).
+func (s *Stage) gatherHierarchy(ordinal, xformTok, resetTok, worldTok uint64) (hierarchyInputs, error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	var in hierarchyInputs
 	if err := s.checkLiveLocked(); err != nil {
-		s.mu.Unlock()
-		return err
+		return in, err
 	}
 	if err := s.checkAdmission(s.floors.effective(worldTok), ordinal, worldTok); err != nil {
-		s.mu.Unlock()
-		return err
+		return in, err
 	}
-	type target struct {
-		col   *column.Column
-		prims []uint64
-	}
-	var targets []target
 	for _, c := range s.columns[worldTok] {
 		prims := c.LivePrims()
 		if len(prims) == 0 {
 			continue
 		}
 		if !isMatrixSchema(c.Schema) {
-			s.mu.Unlock()
-			return status.Errorf(status.InvalidArgument, "attribute %q is stored as %s (is_array=%v) on %s; the CPU hierarchy model writes float64x16 or float32x16",
+			return in, status.Errorf(status.InvalidArgument, "attribute %q is stored as %s (is_array=%v) on %s; the CPU hierarchy model writes float64x16 or float32x16",
 				AttrWorldMatrix, c.Schema.DType, c.Schema.IsArray, s.pathName(prims[0]))
 		}
-		targets = append(targets, target{c, prims})
+		in.targets = append(in.targets, hierarchyTarget{c, prims})
 	}
-	if len(targets) == 0 {
-		s.mu.Unlock()
+	if len(in.targets) == 0 {
+		return in, nil
+	}
+	in.locals, in.resets = map[uint64]mat4{}, map[uint64]bool{}
+	err := s.sealedValuesLocked(xformTok, isMatrixSchema, "float64x16 or float32x16 matrices",
+		func(c *column.Column, p uint64, v []byte) { in.locals[p] = readMatrix(v, c.Schema.DType.Bits) })
+	if err == nil {
+		err = s.sealedValuesLocked(resetTok, isFlagSchema, "one bool (or 8-bit integer) per prim",
+			func(_ *column.Column, p uint64, v []byte) { in.resets[p] = v[0] != 0 })
+	}
+	return in, err
+}
+
+func (s *Stage) applyComputeHierarchy(op *sched.Op, ordinal, xformTok, resetTok, worldTok uint64) error {
+	in, err := s.gatherHierarchy(ordinal, xformTok, resetTok, worldTok)
+	if err != nil {
+		return err
+	}
+	if len(in.targets) == 0 {
 		logbus.Logf(logbus.Info, logbus.ChannelHierarchy, "stage %d: compute_hierarchy at ordinal %d: no prim carries %q, nothing to update (the model never creates it)",
 			s.ID, ordinal, AttrWorldMatrix)
 		return nil
 	}
-	locals := map[uint64]mat4{}
-	err := s.sealedValuesLocked(xformTok, isMatrixSchema, "float64x16 or float32x16 matrices",
-		func(c *column.Column, p uint64, v []byte) { locals[p] = readMatrix(v, c.Schema.DType.Bits) })
-	resets := map[uint64]bool{}
-	if err == nil {
-		err = s.sealedValuesLocked(resetTok, isFlagSchema, "one bool (or 8-bit integer) per prim",
-			func(_ *column.Column, p uint64, v []byte) { resets[p] = v[0] != 0 })
-	}
-	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
+	targets, locals, resets := in.targets, in.locals, in.resets
 
 	worlds := map[uint64]mat4{}
 	var world func(p uint64) mat4

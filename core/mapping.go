@@ -107,6 +107,7 @@ func (s *Stage) prepareMap(m *Map, sizes []int64) error {
 	if err := s.checkLiveLocked(); err != nil {
 		return err
 	}
+	injectFault(faultMapPrepare)
 	w, prims := m.w, m.q.Paths
 	if sizes != nil && len(sizes) != len(prims) {
 		return status.Errorf(status.InvalidArgument, "element_sizes has %d entries for a query of %d prims", len(sizes), len(prims))
@@ -145,8 +146,8 @@ func (s *Stage) prepareMap(m *Map, sizes []int64) error {
 		return err
 	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.groups = append(m.groups, g)
-	m.mu.Unlock()
 	return nil
 }
 
@@ -210,9 +211,7 @@ func (s *Stage) mapLocked(h uint64) (*Map, error) {
 // FetchMapNext waits for the map session, then hands out its next group (END_OF_ITERATION after
 // the last).
 func (s *Stage) FetchMapNext(h, timeoutNs uint64) (*MapGroup, error) {
-	s.mu.Lock()
-	m, err := s.mapLocked(h)
-	s.mu.Unlock()
+	m, err := locked(s, func() (*Map, error) { return s.mapLocked(h) })
 	if err != nil {
 		return nil, err
 	}
@@ -237,20 +236,48 @@ func (s *Stage) UnmapGroup(h, groupID uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	m.mu.Lock()
-	var g *MapGroup
-	for _, cand := range m.groups[:m.next] {
-		if cand.ID == groupID {
-			g = cand
-		}
-	}
-	if g == nil || g.committed {
-		m.mu.Unlock()
+	g := m.takeFetched(groupID)
+	if g == nil {
 		return 0, status.Errorf(status.InvalidHandle, "map group %d is not a fetched, uncommitted group of map %d", groupID, h)
 	}
-	g.committed = true
-	m.mu.Unlock()
 	return s.enqueueCommitLocked(m, []*MapGroup{g}, false), nil
+}
+
+// takeFetched marks fetched group id committed and returns it (nil when it is not a fetched,
+// uncommitted group of m).
+func (m *Map) takeFetched(id uint64) *MapGroup {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, g := range m.groups[:m.next] {
+		if g.ID == id && !g.committed {
+			g.committed = true
+			return g
+		}
+	}
+	return nil
+}
+
+// takeUncommitted marks every group not committed yet committed and returns them.
+func (m *Map) takeUncommitted() []*MapGroup {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*MapGroup
+	for _, g := range m.groups {
+		if !g.committed {
+			g.committed = true
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// takeGroups empties the session's group list and returns what it held.
+func (m *Map) takeGroups() []*MapGroup {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	groups := m.groups
+	m.groups = nil
+	return groups
 }
 
 // UnmapAttribute enqueues the commit of every group not yet committed and ends the session.
@@ -271,16 +298,9 @@ func (s *Stage) UnmapAttribute(h uint64) (uint64, error) {
 func (s *Stage) enqueueCommitLocked(m *Map, groups []*MapGroup, final bool) uint64 {
 	deps := append(s.advancesOverLocked(m.w.ordinal), m.Op)
 	op := s.enqueueLocked(opSpec{deps: deps, mutation: true, ordinal: m.w.ordinal,
-		run: func(op *sched.Op) error {
+		writes: []uint64{m.w.attr}, run: func(op *sched.Op) error {
 			if final {
-				m.mu.Lock()
-				for _, g := range m.groups {
-					if !g.committed {
-						g.committed = true
-						groups = append(groups, g)
-					}
-				}
-				m.mu.Unlock()
+				groups = append(groups, m.takeUncommitted()...)
 				defer s.endMap(m)
 			}
 			if err := m.Op.Err(); err != nil {
@@ -319,16 +339,13 @@ func (s *Stage) commitMapGroup(op *sched.Op, m *Map, g *MapGroup) error {
 }
 
 func (s *Stage) endMap(m *Map) {
-	s.mu.Lock()
-	if s.maps != nil {
-		delete(s.maps, m.Handle)
-	}
-	s.mu.Unlock()
-	m.mu.Lock()
-	groups := m.groups
-	m.groups = nil
-	m.mu.Unlock()
-	for _, g := range groups {
+	_, _ = locked(s, func() (struct{}, error) {
+		if s.maps != nil {
+			delete(s.maps, m.Handle)
+		}
+		return struct{}{}, nil
+	})
+	for _, g := range m.takeGroups() {
 		s.forgetGroup(g.ID)
 		g.release()
 		g.staging.Release()

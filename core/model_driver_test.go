@@ -409,7 +409,8 @@ func (d *driver) advance() {
 		}
 	}
 	if scope == ScopeExclude {
-		// EXCLUDE raises the attributes known when it runs: no op may create one first.
+		// EXCLUDE raises the attributes known at submission, pending writes' included; the
+		// model tracks applied columns only, so nothing may be pending.
 		d.flush()
 	}
 	ordinal := d.ordinalNear(d.floorOf(listed...), d.rng.Intn(5)-1)

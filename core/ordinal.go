@@ -74,9 +74,7 @@ func (s *Stage) ordinalQueryLocked(h uint64) (*OrdinalQuery, error) {
 
 // FetchOrdinal waits up to timeoutNs for an ordinal query and returns its value.
 func (s *Stage) FetchOrdinal(h, timeoutNs uint64) (uint64, error) {
-	s.mu.Lock()
-	oq, err := s.ordinalQueryLocked(h)
-	s.mu.Unlock()
+	oq, err := locked(s, func() (*OrdinalQuery, error) { return s.ordinalQueryLocked(h) })
 	if err != nil {
 		return 0, err
 	}

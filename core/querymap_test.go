@@ -251,3 +251,18 @@ func TestMapCommitAfterAPendingAdvanceSeesItsFloor(t *testing.T) {
 	require.Equal(t, []uint64{un}, f.wait(un).ErrorOpIDs)
 	assert.Contains(t, f.s.LastOpError(un), "WRITE_FLOOR_VIOLATION")
 }
+
+func TestPathInPredicatesRejectMalformedPaths(t *testing.T) {
+	f := newFixture(t, "/World", "/World/A")
+	for _, name := range []string{BuiltinPath, BuiltinParent} {
+		_, _, err := f.s.Query([]Predicate{{Attr: f.token(name), Op: OpIn, Values: []string{"/World", "/World/"}}}, nil)
+		assert.Equal(t, status.InvalidArgument, status.CodeOf(err), name)
+		assert.ErrorContains(t, err, `filter predicate 0: values[1] is not a prim path: Path string "/World/"`, name)
+	}
+	op, err := f.write(1, []float32{1, 2}) // the stage holds the prims once written
+	require.NoError(t, err)
+	f.wait(op)
+	// PREFIX compares bytes: a trailing "/" means "strictly under".
+	got, _ := f.filter(Predicate{Attr: f.token(BuiltinPath), Op: OpPrefix, Values: []string{"/World/"}})
+	assert.Equal(t, []string{"/World/A"}, got)
+}

@@ -72,6 +72,25 @@ type Read struct {
 	releasing bool
 }
 
+func (r *Read) setGroups(groups []*Group) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.groups = groups
+}
+
+// nextGroup hands out the next unfetched group (nil after the last).
+func (r *Read) nextGroup() *Group {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.next >= len(r.groups) {
+		return nil
+	}
+	g := r.groups[r.next]
+	r.groups[r.next] = nil
+	r.next++
+	return g
+}
+
 func (r *Read) releaseUnfetched() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -134,9 +153,7 @@ func (s *Stage) ReadAttributes(qh uint64, attrs []uint64, rng OrdinalRange) (uin
 			if err != nil {
 				return err
 			}
-			r.mu.Lock()
-			r.groups = groups
-			r.mu.Unlock()
+			r.setGroups(groups)
 			return nil
 		}})
 		q.addUserLocked(r.Op)
@@ -148,6 +165,7 @@ func (s *Stage) ReadAttributes(qh uint64, attrs []uint64, rng OrdinalRange) (uin
 // collectGroupsLocked builds the groups of a read: per attribute and column, the selected
 // keys' values (and, for range reads, tombstones). On failure nothing is held.
 func (s *Stage) collectGroupsLocked(q *Query, attrs []uint64, rng OrdinalRange) ([]*Group, error) {
+	injectFault(faultReadCollect)
 	var groups []*Group
 	for _, a := range attrs {
 		name := s.tokenName(a)
@@ -287,24 +305,17 @@ func (s *Stage) readLocked(h uint64) (*Read, error) {
 // until ReleaseGroup). It returns END_OF_ITERATION after the last group and the read op's own
 // status when the read failed.
 func (s *Stage) FetchReadNext(h, timeoutNs uint64) (*Group, error) {
-	s.mu.Lock()
-	r, err := s.readLocked(h)
-	s.mu.Unlock()
+	r, err := locked(s, func() (*Read, error) { return s.readLocked(h) })
 	if err != nil {
 		return nil, err
 	}
 	if err := awaitOp(r.Op, timeoutNs, "read", h); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	if r.next >= len(r.groups) {
-		r.mu.Unlock()
+	g := r.nextGroup()
+	if g == nil {
 		return nil, status.Errorf(status.EndOfIteration, "read %d has no more groups", h)
 	}
-	g := r.groups[r.next]
-	r.groups[r.next] = nil
-	r.next++
-	r.mu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.checkLiveLocked(); err != nil {
@@ -331,18 +342,20 @@ func (s *Stage) Group(id uint64) (*Group, error) {
 
 // ReleaseGroup releases a fetched group (synchronously). Exports made from it stay valid.
 func (s *Stage) ReleaseGroup(id uint64) error {
-	s.mu.Lock()
-	if err := s.checkLiveLocked(); err != nil {
-		s.mu.Unlock()
+	g, err := locked(s, func() (*Group, error) {
+		if err := s.checkLiveLocked(); err != nil {
+			return nil, err
+		}
+		g, ok := s.groups[id]
+		if !ok {
+			return nil, status.Errorf(status.InvalidHandle, "read group %d is not valid on stage %d (already released, or never fetched)", id, s.ID)
+		}
+		delete(s.groups, id)
+		return g, nil
+	})
+	if err != nil {
 		return err
 	}
-	g, ok := s.groups[id]
-	if !ok {
-		s.mu.Unlock()
-		return status.Errorf(status.InvalidHandle, "read group %d is not valid on stage %d (already released, or never fetched)", id, s.ID)
-	}
-	delete(s.groups, id)
-	s.mu.Unlock()
 	g.release()
 	return nil
 }

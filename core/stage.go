@@ -44,8 +44,9 @@ type Stage struct {
 	ops       map[uint64]*sched.Op
 	// sameOrdinalTail is the last mutation submitted at each ordinal (same ordinal ⇒ submission order).
 	sameOrdinalTail map[uint64]*sched.Op
-	// pendingMutations are unfinished mutations by ordinal (floor advances wait for those ≤ N).
-	pendingMutations map[*sched.Op]uint64
+	// pendingMutations are the unfinished mutations (floor advances wait for those at ordinals
+	// ≤ N and count the attributes they write as known).
+	pendingMutations map[*sched.Op]*stageOp
 	// pendingAdvances are unfinished floor advances with the ordinal each asked for (later
 	// reads wait for them, and so do later clones and map commits at or below that ordinal).
 	pendingAdvances map[*sched.Op]uint64
@@ -82,7 +83,7 @@ func NewStage(name string, cfg Config) *Stage {
 	s := &Stage{
 		ID: newHandle(), Name: name, dict: pathdict.Global(), pool: sched.NewPool(cfg.Workers),
 		ops: map[uint64]*sched.Op{}, sameOrdinalTail: map[uint64]*sched.Op{},
-		pendingMutations: map[*sched.Op]uint64{}, pendingAdvances: map[*sched.Op]uint64{},
+		pendingMutations: map[*sched.Op]*stageOp{}, pendingAdvances: map[*sched.Op]uint64{},
 		columns: map[uint64][]*column.Column{},
 		floors:  newFloors(), requested: newFloors(),
 		queries: map[uint64]*Query{}, reads: map[uint64]*Read{}, groups: map[uint64]*Group{},
@@ -92,16 +93,16 @@ func NewStage(name string, cfg Config) *Stage {
 	s.toStart = s.toStartBuf[:0]
 	s.onCreated()
 	stagesMu.Lock()
+	defer stagesMu.Unlock()
 	stages[s.ID] = s
-	stagesMu.Unlock()
 	return s
 }
 
 // Lookup finds a live stage by id.
 func Lookup(id uint64) (*Stage, error) {
 	stagesMu.RLock()
+	defer stagesMu.RUnlock()
 	s, ok := stages[id]
-	stagesMu.RUnlock()
 	if !ok {
 		return nil, status.Errorf(status.InvalidHandle, "stage %d does not exist (destroyed or never created)", id)
 	}
@@ -114,17 +115,17 @@ func (s *Stage) Dictionary() *pathdict.Dictionary { return s.dict }
 // Destroy waits for pending ops, then releases every handle, group and column. Exported
 // tensors keep their own buffer references and stay valid.
 func (s *Stage) Destroy() {
-	stagesMu.Lock()
-	delete(stages, s.ID)
-	stagesMu.Unlock()
-	s.mu.Lock()
-	if s.destroyed {
-		s.mu.Unlock()
+	unregisterStage(s.ID)
+	if first, _ := locked(s, func() (bool, error) {
+		if s.destroyed {
+			return false, nil
+		}
+		s.destroyed = true
+		close(s.closing)
+		return true, nil
+	}); !first {
 		return
 	}
-	s.destroyed = true
-	close(s.closing)
-	s.mu.Unlock()
 	s.pool.Drain()
 	s.onDestroyed()
 	s.mu.Lock()
@@ -151,12 +152,23 @@ func (s *Stage) Destroy() {
 	}
 	s.groups, s.reads, s.queries, s.columns, s.ordinalQueries, s.maps = nil, nil, nil, nil, nil, nil
 	s.ops = map[uint64]*sched.Op{}
-	stagesMu.RLock()
-	last := len(stages) == 0
-	stagesMu.RUnlock()
-	if last {
+	if LiveStages() == 0 {
 		buffer.Trim() // no stage left to reuse recycled buffers
 	}
+}
+
+func unregisterStage(id uint64) {
+	stagesMu.Lock()
+	defer stagesMu.Unlock()
+	delete(stages, id)
+}
+
+// locked runs fn holding s.mu and releases it even if fn panics: a panic that kept the stage
+// mutex would wedge the stage (every later call, and the op's own cleanup, take it).
+func locked[T any](s *Stage, fn func() (T, error)) (T, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fn()
 }
 
 func (s *Stage) checkLiveLocked() error {
@@ -260,10 +272,8 @@ func (s *Stage) ReleaseOp(id uint64) error {
 // failure with a specific status (not plain OP_FAILED) is prefixed with the status name, since
 // callers see every execution failure as OP_FAILED.
 func (s *Stage) LastOpError(id uint64) string {
-	s.mu.Lock()
-	op, ok := s.ops[id]
-	s.mu.Unlock()
-	if !ok || op.Err() == nil {
+	op, _ := locked(s, func() (*sched.Op, error) { return s.ops[id], nil })
+	if op == nil || op.Err() == nil {
 		return ""
 	}
 	return status.Describe(op.Err())

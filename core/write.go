@@ -47,7 +47,8 @@ type preparedWrite struct {
 	label    string // argument name for messages ("writes[1]" in a batch)
 	attr     uint64
 	schema   column.Schema
-	rows     int64 // payload source rows (array, packed: inferred when resolved)
+	rows     int64   // payload source rows (array, packed: inferred when resolved)
+	shape    []int64 // a fixed payload's source shape (for messages)
 	count    uint32
 	indexMap []uint32
 	mask     []uint64
@@ -86,9 +87,10 @@ func (s *Stage) resolveAttribute(tok uint64, name, arg string) (uint64, error) {
 }
 
 // prepareWrite validates everything that does not depend on stage state and copies the payload.
-func (s *Stage) prepareWrite(req WriteRequest, label string) (*preparedWrite, error) {
+// queryPrims is the prim count of the write's query when it is already resolved (-1 if not).
+func (s *Stage) prepareWrite(req WriteRequest, label string, queryPrims int) (*preparedWrite, error) {
 	w := &preparedWrite{}
-	if err := s.prepareWriteInto(w, &req, label); err != nil {
+	if err := s.prepareWriteInto(w, &req, label, queryPrims); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -96,7 +98,7 @@ func (s *Stage) prepareWrite(req WriteRequest, label string) (*preparedWrite, er
 
 // prepareWriteInto is prepareWrite into caller-provided zeroed storage. On failure nothing is
 // held.
-func (s *Stage) prepareWriteInto(w *preparedWrite, req *WriteRequest, label string) error {
+func (s *Stage) prepareWriteInto(w *preparedWrite, req *WriteRequest, label string, queryPrims int) error {
 	attr, err := s.resolveAttribute(req.AttrToken, req.AttrName, label+"attribute")
 	if err != nil {
 		return err
@@ -150,25 +152,52 @@ func (s *Stage) prepareWriteInto(w *preparedWrite, req *WriteRequest, label stri
 	if err := checkBuiltinLayout(label, name, dt, req.IsArray); err != nil {
 		return err
 	}
+	tensors := req.Tensors
 	if w.indexMap != nil && !w.packed {
+		used := int64(0)
 		for i, v := range w.indexMap {
 			if int64(v) >= w.rows {
 				return status.Errorf(status.InvalidArgument, "%sindex_map[%d] = %d is not below the payload's %d rows", label, i, v, w.rows)
 			}
+			used = max(used, int64(v)+1)
 		}
+		tensors = w.referencedRows(tensors, used)
 	}
-	for _, t := range req.Tensors {
+	for _, t := range tensors {
 		w.size += t.ByteSize()
 	}
-	if needsGPU(req.Tensors, w.place, req.Sync) {
-		// a GPU is involved: copy now, device to device where possible (placement.go)
-		return w.copyPayloadPlaced(req.Tensors, req.Sync)
+	// Rows are checked before anything is allocated or copied, wherever the query already
+	// says how many prims the write addresses: a shape claiming more rows than exist would
+	// otherwise be read in full.
+	if err := w.checkRowsEarly(queryPrims); err != nil {
+		return err
 	}
-	if deferCopy(req.Tensors, w.size) {
-		w.src = req.Tensors
+	if needsGPU(tensors, w.place, req.Sync) {
+		// a GPU is involved: copy now, device to device where possible (placement.go)
+		return w.copyPayloadPlaced(tensors, req.Sync)
+	}
+	if deferCopy(tensors, w.size) {
+		w.src = tensors
 		return nil
 	}
-	return w.copyPayload(req.Tensors, nil)
+	return w.copyPayload(tensors, nil)
+}
+
+// referencedRows drops the source rows no index_map entry reads (the rows from used on), so
+// they are never copied: one fixed tensor is cut to its leading used rows, per-row tensors to
+// the first used.
+func (w *preparedWrite) referencedRows(tensors []dlpack.Tensor, used int64) []dlpack.Tensor {
+	if used >= w.rows {
+		return tensors
+	}
+	w.rows = used
+	if w.schema.IsArray {
+		return tensors[:used]
+	}
+	t := tensors[0]
+	t.Shape = append([]int64(nil), t.Shape...)
+	t.Shape[0] = used
+	return []dlpack.Tensor{t}
 }
 
 func (w *preparedWrite) prepareFixed(tensors []dlpack.Tensor) (dlpack.DType, error) {
@@ -180,7 +209,7 @@ func (w *preparedWrite) prepareFixed(tensors []dlpack.Tensor) (dlpack.DType, err
 		return dlpack.DType{}, err
 	}
 	dt, rows, err := foldFixed(tensors[0], name)
-	w.rows = rows
+	w.rows, w.shape = rows, tensors[0].Shape
 	return dt, err
 }
 
@@ -264,28 +293,63 @@ func (w *preparedWrite) splitPacked(logical int) error {
 	return nil
 }
 
+// logicalCount is the number of prims a write addresses in a query of n prims: count, or the
+// whole query.
+func (w *preparedWrite) logicalCount(n int) (int, error) {
+	if w.count == 0 {
+		return n, nil
+	}
+	if int(w.count) > n {
+		return 0, status.Errorf(status.InvalidArgument, "%scount %d exceeds the query's %d prims", w.label, w.count, n)
+	}
+	return int(w.count), nil
+}
+
+// checkRows checks the payload's rows against the logical prims a write addresses (none:
+// an empty target set skips the payload checks), splitting a packed payload into its rows.
+func (w *preparedWrite) checkRows(logical int) error {
+	if logical == 0 {
+		return nil
+	}
+	if err := w.splitPacked(logical); err != nil {
+		return err
+	}
+	if w.indexMap == nil && w.rows != int64(logical) {
+		if w.schema.IsArray {
+			return status.Errorf(status.InvalidArgument, "%stensors: %d per-row tensors do not match the %d prims written",
+				w.label, w.rows, logical)
+		}
+		return status.Errorf(status.InvalidArgument,
+			"%stensors[0]: shape %v has %d payload rows (the leading dimension; a flat (N*L,) tensor is not re-read as N rows of L lanes), which do not match the %d prims written",
+			w.label, w.shape, w.rows, logical)
+	}
+	return nil
+}
+
+// checkRowsEarly is checkRows before the payload is copied, as far as the query is known:
+// queryPrims is its prim count when resolved (else -1, and only a non-zero count is checked).
+func (w *preparedWrite) checkRowsEarly(queryPrims int) error {
+	logical := int(w.count)
+	if queryPrims >= 0 {
+		var err error
+		if logical, err = w.logicalCount(queryPrims); err != nil {
+			return err
+		}
+	}
+	return w.checkRows(logical)
+}
+
 // targets resolves which prims the write touches and which payload row each takes.
 func (w *preparedWrite) targets(paths []uint64) ([]uint64, []int32, error) {
-	logical := len(paths)
-	if w.count > 0 {
-		if int(w.count) > len(paths) {
-			return nil, nil, status.Errorf(status.InvalidArgument, "%scount %d exceeds the query's %d prims", w.label, w.count, len(paths))
-		}
-		logical = int(w.count)
+	logical, err := w.logicalCount(len(paths))
+	if err != nil {
+		return nil, nil, err
 	}
 	if logical == 0 {
 		return nil, nil, nil
 	}
-	if err := w.splitPacked(logical); err != nil {
+	if err := w.checkRows(logical); err != nil {
 		return nil, nil, err
-	}
-	if w.indexMap == nil && w.rows != int64(logical) {
-		what := "payload rows (the leading dimension; a flat (N*L,) tensor is not re-read as N rows of L lanes)"
-		if w.schema.IsArray {
-			what = "per-row tensors"
-		}
-		return nil, nil, status.Errorf(status.InvalidArgument, "%stensors: %d %s do not match the %d prims written",
-			w.label, w.rows, what, logical)
 	}
 	if w.indexMap == nil && w.mask == nil {
 		return paths[:logical], nil, nil
@@ -387,7 +451,7 @@ func (s *Stage) checkAdmission(floor, ordinal, attr uint64) error {
 // WriteAttribute validates and copies the payload, then enqueues the write at its ordinal.
 func (s *Stage) WriteAttribute(req WriteRequest) (uint64, error) {
 	o := &writeOp{}
-	if err := s.prepareWriteInto(&o.one, &req, ""); err != nil {
+	if err := s.prepareWriteInto(&o.one, &req, "", s.resolvedPrims(req.Query)); err != nil {
 		return 0, err
 	}
 	o.ws = o.oneList[:]
@@ -403,9 +467,10 @@ func (s *Stage) WriteAttributes(query, ordinal uint64, primMode int32, reqs []Wr
 	}
 	o := &writeOp{ws: make([]*preparedWrite, 0, len(reqs))}
 	seen := map[uint64]int{}
+	prims := s.resolvedPrims(query)
 	for i, req := range reqs {
 		req.Ordinal, req.PrimMode = ordinal, primMode
-		w, err := s.prepareWrite(req, fmt.Sprintf("writes[%d]: ", i))
+		w, err := s.prepareWrite(req, fmt.Sprintf("writes[%d]: ", i), prims)
 		if err != nil {
 			o.releasePayloads()
 			return 0, err
@@ -429,6 +494,7 @@ type writeOp struct {
 	ws      []*preparedWrite
 	one     preparedWrite
 	oneList [1]*preparedWrite
+	oneAttr [1]uint64
 }
 
 // Run applies the entries (on a worker, or inline when the op is ready at enqueue).
@@ -488,6 +554,13 @@ func (s *Stage) enqueueWritesLocked(qh uint64, o *writeOp) (uint64, error) {
 		}
 	}
 	o.q, o.mutation, o.ordinal = q, true, o.ws[0].ordinal
+	o.writes = o.oneAttr[:]
+	if len(o.ws) > 1 {
+		o.writes = make([]uint64, len(o.ws))
+	}
+	for i, w := range o.ws {
+		o.writes[i] = w.attr
+	}
 	var inputs [1]*sched.Op
 	inputs[0] = q.Producer
 	op := s.enqueueOpLocked(&o.stageOp, o, nil, inputs[:], deferred)
@@ -535,7 +608,13 @@ func (s *Stage) checkBatchInsert(q *Query, ws []*preparedWrite) error {
 }
 
 func (s *Stage) applyWrite(op *sched.Op, q *Query, w *preparedWrite) error {
-	if w.src != nil {
+	// The query was resolved before this op ran (it is an input), so its paths are stable.
+	// Rows are checked before a deferred copy reads the source.
+	targets, src, err := w.targets(q.Paths)
+	if err != nil {
+		return err
+	}
+	if w.src != nil && len(targets) > 0 {
 		// Deferred copy-in, outside the stage lock so other ops proceed meanwhile.
 		err := w.copyPayload(w.src, s.pool)
 		w.src = nil
@@ -543,33 +622,11 @@ func (s *Stage) applyWrite(op *sched.Op, q *Query, w *preparedWrite) error {
 			return err
 		}
 	}
-	s.mu.Lock()
-	if err := s.checkLiveLocked(); err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	targets, src, err := w.targets(q.Paths)
-	if err == nil {
-		err = s.checkAdmission(s.floors.effective(w.attr), w.ordinal, w.attr)
-	}
-	var c *column.Column
-	if err == nil {
-		c, err = s.columnForWriteLocked(w, targets)
-	}
-	if err == nil {
-		err = s.checkInsertLocked(w, targets)
-	}
-	if err == nil && len(targets) > 0 && c == nil {
-		c, err = newPlacedColumn(w)
-		if err == nil {
-			s.columns[w.attr] = append(s.columns[w.attr], c)
-		}
-	}
+	w.src = nil
+	c, err := s.writeColumn(w, targets)
 	if err != nil || len(targets) == 0 {
-		s.mu.Unlock()
 		return err
 	}
-	s.mu.Unlock()
 	w.delta = column.Delta{Ordinal: w.ordinal, Seq: op.ID, Src: src, Payload: w.payload, RowOff: w.rowOff, RowLen: w.rowLen,
 		Width: w.width, WidthElems: w.widthElems}
 	w.payload = buffer.Buffer{} // the column owns it now
@@ -577,8 +634,46 @@ func (s *Stage) applyWrite(op *sched.Op, q *Query, w *preparedWrite) error {
 		// New rows mean possibly new prims; existing rows' prims are already recorded unless
 		// a whole-prim delete removed them since.
 		s.mu.Lock()
+		defer s.mu.Unlock()
 		s.addPrimsLocked(targets)
-		s.mu.Unlock()
 	}
 	return nil
+}
+
+// writeColumn re-checks a write against the applied state (admission, schema, INSERT) and
+// returns the column it goes to, created when needed (nil when it has no targets).
+func (s *Stage) writeColumn(w *preparedWrite, targets []uint64) (*column.Column, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkLiveLocked(); err != nil {
+		return nil, err
+	}
+	injectFault(faultWriteApply)
+	if err := s.checkAdmission(s.floors.effective(w.attr), w.ordinal, w.attr); err != nil {
+		return nil, err
+	}
+	c, err := s.columnForWriteLocked(w, targets)
+	if err == nil {
+		err = s.checkInsertLocked(w, targets)
+	}
+	if err != nil || len(targets) == 0 || c != nil {
+		return c, err
+	}
+	if c, err = newPlacedColumn(w); err != nil {
+		return nil, err
+	}
+	s.columns[w.attr] = append(s.columns[w.attr], c)
+	return c, nil
+}
+
+// resolvedPrims is the prim count of query h when it is already resolved, else -1 (unknown
+// or pending: the write's enqueue reports a bad handle).
+func (s *Stage) resolvedPrims(h uint64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, err := s.queryLocked(h)
+	if err != nil || (q.Producer != nil && !q.Producer.Done()) {
+		return -1
+	}
+	return len(q.Paths)
 }

@@ -160,8 +160,53 @@ func FromAddress(addr uintptr, name string) (Tensor, error) {
 	if ct.data == nil && n > 0 {
 		return Tensor{}, invalid("%s: data pointer is NULL for a non-empty tensor", name)
 	}
+	if n > 0 {
+		if err := checkExtent(t, uintptr(ct.data), uint64(ct.byte_offset), name); err != nil {
+			return Tensor{}, err
+		}
+	}
 	t.Data = unsafe.Add(ct.data, uintptr(ct.byte_offset))
 	return t, nil
+}
+
+// checkExtent checks the addresses a non-empty tensor's elements would be read from: strides
+// and byte_offset must keep every element offset within maxElements bytes of each other (no
+// overflow in the offset arithmetic), and data + byte_offset + each offset must stay inside
+// the address space (no wrap-around below 0 or past the top).
+func checkExtent(t Tensor, data uintptr, byteOffset uint64, name string) error {
+	elem := int64(t.DType.ElemBytes())
+	lo, hi := int64(0), t.NumElements()-1 // element offsets reached, relative to the base
+	if t.Strides != nil {
+		hi = 0
+		for i, d := range t.Shape {
+			st := t.Strides[i]
+			if d == 1 || st == 0 {
+				continue // a single index or a broadcast: the stride moves nothing
+			}
+			if st < -maxElements || st > maxElements || max(st, -st) > maxElements/(d-1) {
+				return invalid("%s: strides %v over shape %v reach beyond %d elements", name, t.Strides, t.Shape, maxElements)
+			}
+			if st < 0 {
+				lo += st * (d - 1)
+			} else {
+				hi += st * (d - 1)
+			}
+		}
+		// Each term is at most maxElements and there are at most MaxDims: no overflow.
+		if hi-lo >= maxElements/elem {
+			return invalid("%s: strides %v over shape %v span more than %d bytes", name, t.Strides, t.Shape, maxElements)
+		}
+	}
+	if byteOffset > uint64(maxElements) {
+		return invalid("%s: byte_offset %d is too large", name, byteOffset)
+	}
+	base := uint64(data) + byteOffset
+	below, above := uint64(-lo*elem), uint64((hi+1)*elem)
+	if base < uint64(data) || below > base || base+above < base {
+		return invalid("%s: data %#x + byte_offset %d with shape %v and strides %v lies outside the address space",
+			name, data, byteOffset, t.Shape, t.Strides)
+	}
+	return nil
 }
 
 // ByteSize is the compact size of the tensor's data.

@@ -32,6 +32,15 @@ func FuzzFromAddress(f *testing.F) {
 	f.Add(int32(3), le(1<<40, 1<<40, 1<<40), false, []byte(nil), uint8(CodeFloat), uint8(8), uint16(1), int32(DeviceCPU), uint64(0), false)
 	f.Add(int32(1), le(4), false, []byte(nil), uint8(CodeComplexForTest), uint8(12), uint16(0), int32(DeviceCUDA), uint64(1<<63), true)
 	f.Add(int32(33), le(make([]int64, 33)...), false, []byte(nil), uint8(CodeBool), uint8(8), uint16(1), int32(DeviceCPU), uint64(0), false)
+	// 2^40 rows (accepted here: the write checks rows against its prims before copying).
+	f.Add(int32(1), le(1<<40), false, []byte(nil), uint8(CodeFloat), uint8(32), uint16(1), int32(DeviceCPU), uint64(0), false)
+	// Strides whose offsets overflow, reach below the data, or span too much; a huge byte_offset.
+	f.Add(int32(1), le(2), true, le(1<<62), uint8(CodeFloat), uint8(32), uint16(1), int32(DeviceCPU), uint64(0), false)
+	f.Add(int32(2), le(1<<20, 1<<20), true, le(1<<40, 1), uint8(CodeUInt), uint8(8), uint16(1), int32(DeviceCPU), uint64(0), false)
+	f.Add(int32(1), le(3), true, le(-1<<44), uint8(CodeInt), uint8(64), uint16(1), int32(DeviceCPU), uint64(0), false)
+	f.Add(int32(1), le(3), true, le(-1), uint8(CodeInt), uint8(32), uint16(1), int32(DeviceCPU), uint64(8), false)
+	f.Add(int32(1), le(3), false, []byte(nil), uint8(CodeFloat), uint8(32), uint16(1), int32(DeviceCPU), uint64(1<<63), false)
+	f.Add(int32(2), le(3, 0), true, le(1<<62, 1<<62), uint8(CodeFloat), uint8(32), uint16(1), int32(DeviceCPU), uint64(1<<62), false)
 	f.Fuzz(func(t *testing.T, ndim int32, shapeBytes []byte, hasStrides bool, strideBytes []byte,
 		code, bits uint8, lanes uint16, device int32, byteOffset uint64, nullData bool) {
 		shape := int64s(shapeBytes, 40)
@@ -91,6 +100,20 @@ func FuzzFromAddress(f *testing.F) {
 		if ct.data != nil && uintptr(tn.Data) != uintptr(ct.data)+uintptr(byteOffset) {
 			t.Fatalf("data %p is not the C data %p + byte_offset %d", tn.Data, ct.data, byteOffset)
 		}
+		if tn.NumElements() > 0 {
+			lo, hi := extent(tn)
+			elem := big.NewInt(int64(tn.DType.ElemBytes()))
+			span := new(big.Int).Mul(new(big.Int).Sub(new(big.Int).Add(hi, big.NewInt(1)), lo), elem)
+			if span.Cmp(big.NewInt(maxElements)) > 0 || byteOffset > uint64(maxElements) {
+				t.Fatalf("accepted shape %v strides %v byte_offset %d: %v bytes apart", tn.Shape, tn.Strides, byteOffset, span)
+			}
+			base := new(big.Int).Add(new(big.Int).SetUint64(uint64(uintptr(ct.data))), new(big.Int).SetUint64(byteOffset))
+			first := new(big.Int).Add(base, new(big.Int).Mul(lo, elem))
+			end := new(big.Int).Add(base, new(big.Int).Mul(new(big.Int).Add(hi, big.NewInt(1)), elem))
+			if first.Sign() < 0 || end.Cmp(new(big.Int).Lsh(big.NewInt(1), 64)) > 0 {
+				t.Fatalf("accepted a tensor reaching outside the address space: [%v, %v)", first, end)
+			}
+		}
 		// A compact tensor whose bytes we allocated copies out exactly those bytes.
 		if byteOffset == 0 && ct.data != nil && compact == int64(dataSize) && (tn.Strides == nil || tn.Compact()) {
 			dst := make([]byte, compact)
@@ -102,6 +125,28 @@ func FuzzFromAddress(f *testing.F) {
 			}
 		}
 	})
+}
+
+// extent is the lowest and highest element offset an accepted tensor's strides reach (big
+// integers, independent of FromAddress).
+func extent(tn Tensor) (lo, hi *big.Int) {
+	lo, hi = new(big.Int), new(big.Int)
+	step := big.NewInt(1)
+	for i := len(tn.Shape) - 1; i >= 0; i-- {
+		d := big.NewInt(tn.Shape[i] - 1)
+		st := new(big.Int).Set(step)
+		if tn.Strides != nil {
+			st = big.NewInt(tn.Strides[i])
+		}
+		reach := new(big.Int).Mul(st, d)
+		if reach.Sign() < 0 {
+			lo.Add(lo, reach)
+		} else {
+			hi.Add(hi, reach)
+		}
+		step.Mul(step, big.NewInt(tn.Shape[i]))
+	}
+	return lo, hi
 }
 
 // CodeComplexForTest is DLPack's kDLComplex (not a value type ovstage stores).

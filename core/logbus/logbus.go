@@ -268,42 +268,45 @@ func (b *Bus) Next(ack uint64, timeout time.Duration) (msg Message, ok bool) {
 		defer t.Stop()
 		timer = t.C
 	}
-	b.mu.Lock()
-	b.ackLocked(ack)
 	for {
-		if !b.enabled.Load() {
-			b.mu.Unlock()
-			return Message{}, false
+		msg, ok, wake := b.take(ack)
+		ack = 0
+		if ok || wake == nil || timeout == 0 {
+			return msg, ok
 		}
-		if b.head < len(b.queue) {
-			if b.dropped > 0 {
-				n := b.dropped
-				b.dropped = 0
-				first := b.queue[b.head]
-				b.mu.Unlock()
-				return Message{Gen: first.Gen, Severity: Warning, Channel: "ovstage.log",
-					Timestamp: first.Timestamp,
-					Text:      fmt.Sprintf("%d log messages were dropped (the queue holds %d; the callback is slower than the engine logs)", n, b.capacity)}, true
-			}
-			msg = b.queue[b.head]
-			b.queue[b.head] = Message{}
-			b.head++
-			b.mu.Unlock()
-			return msg, true
-		}
-		if timeout == 0 {
-			b.mu.Unlock()
-			return Message{}, false
-		}
-		wake := b.wake
-		b.mu.Unlock()
 		select {
 		case <-wake:
 		case <-timer:
 			return Message{}, false
 		}
-		b.mu.Lock()
 	}
+}
+
+// take acknowledges ack, then hands out the next message (preceded by a notice of dropped
+// ones). Without one it returns the channel closed at the next change (nil when the bus is
+// disabled).
+func (b *Bus) take(ack uint64) (Message, bool, chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.ackLocked(ack)
+	if !b.enabled.Load() {
+		return Message{}, false, nil
+	}
+	if b.head >= len(b.queue) {
+		return Message{}, false, b.wake
+	}
+	if b.dropped > 0 {
+		n := b.dropped
+		b.dropped = 0
+		first := b.queue[b.head]
+		return Message{Gen: first.Gen, Severity: Warning, Channel: "ovstage.log",
+			Timestamp: first.Timestamp,
+			Text:      fmt.Sprintf("%d log messages were dropped (the queue holds %d; the callback is slower than the engine logs)", n, b.capacity)}, true, nil
+	}
+	msg := b.queue[b.head]
+	b.queue[b.head] = Message{}
+	b.head++
+	return msg, true, nil
 }
 
 // Flush acknowledges message ack (0: none), then waits up to timeout until every message
@@ -332,25 +335,28 @@ func (b *Bus) WaitDelivered(target uint64, timeout time.Duration) bool {
 		defer t.Stop()
 		timer = t.C
 	}
-	b.mu.Lock()
 	for {
-		if !b.enabled.Load() || b.delivered >= target {
-			b.mu.Unlock()
+		delivered, wake := b.deliveredUpTo(target)
+		if delivered {
 			return true
 		}
 		if timeout == 0 {
-			b.mu.Unlock()
 			return false
 		}
-		wake := b.wake
-		b.mu.Unlock()
 		select {
 		case <-wake:
 		case <-timer:
 			return false
 		}
-		b.mu.Lock()
 	}
+}
+
+// deliveredUpTo reports whether message target was acknowledged (or the bus is disabled), and
+// the channel closed at the next change.
+func (b *Bus) deliveredUpTo(target uint64) (bool, chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !b.enabled.Load() || b.delivered >= target, b.wake
 }
 
 // Global-bus shorthands used by the engine.

@@ -80,15 +80,19 @@ func (d *Dictionary) InternToken(s string) (Token, error) {
 	if err := checkString(s, "Token"); err != nil {
 		return 0, err
 	}
-	d.mu.RLock()
-	t, ok := d.tokenIDs[s]
-	d.mu.RUnlock()
-	if ok {
+	if t, ok := d.lookupToken(s); ok {
 		return t, nil
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.internTokenLocked(s), nil
+}
+
+func (d *Dictionary) lookupToken(s string) (Token, bool) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	t, ok := d.tokenIDs[s]
+	return t, ok
 }
 
 func (d *Dictionary) internTokenLocked(s string) Token {
@@ -112,24 +116,50 @@ func (d *Dictionary) TokenString(t Token) (string, error) {
 	return d.tokens[t], nil
 }
 
-// InternPath parses an absolute path string ("/World/A", "/" for the root) and interns it.
-// A trailing "/" is ignored; empty interior components ("//") are rejected.
-func (d *Dictionary) InternPath(s string) (Path, error) {
+// ParsePath splits an absolute prim path string into its components: "/" is the root (no
+// components); otherwise "/" followed by components separated by single "/", each non-empty
+// and neither "." nor ".." (so "//", "/a//b", "/a/" and "/a/../b" are malformed: one path has
+// one spelling).
+func ParsePath(s string) ([]string, error) {
 	if err := checkString(s, "Path"); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if s[0] != '/' {
-		return 0, errorf("Path string must be absolute (start with '/'): " + quote(s))
+		return nil, errorf("Path string must be absolute (start with '/'): " + quote(s))
 	}
-	body := strings.TrimSuffix(s[1:], "/")
-	if body == "" {
-		return Root, nil
+	if s == "/" {
+		return nil, nil
 	}
-	comps := strings.Split(body, "/")
-	for _, c := range comps {
-		if c == "" {
-			return 0, errorf("Path string has an empty component: " + quote(s))
+	comps := strings.Split(s[1:], "/")
+	for i, c := range comps {
+		if err := checkComponent(c); err != nil {
+			return nil, errorf("Path string " + quote(s) + ": component " + itoa(uint64(i)) + " " + err.Error())
 		}
+	}
+	return comps, nil
+}
+
+// checkComponent rejects what cannot be one path component (the reason, for a message).
+func checkComponent(c string) error {
+	switch {
+	case c == "":
+		return errorf("is empty (a doubled, leading or trailing '/')")
+	case c == "." || c == "..":
+		return errorf("is " + quote(c) + " (paths are absolute: \".\" and \"..\" are not prim names)")
+	case strings.IndexByte(c, '/') >= 0:
+		return errorf("contains '/'")
+	}
+	return nil
+}
+
+// InternPath interns an absolute prim path string (see ParsePath for the grammar).
+func (d *Dictionary) InternPath(s string) (Path, error) {
+	comps, err := ParsePath(s)
+	if err != nil {
+		return 0, err
+	}
+	if len(comps) == 0 {
+		return Root, nil
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -151,14 +181,19 @@ func (d *Dictionary) childLocked(parent Path, last Token) Path {
 	return p
 }
 
-// PathFromTokens interns the path whose components are toks (empty = root).
+// PathFromTokens interns the path whose components are toks (empty = root). Each token must
+// be a valid component (ParsePath): a token "a/b" would otherwise make a second handle for the
+// path spelled "/a/b".
 func (d *Dictionary) PathFromTokens(toks []Token) (Path, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	p := Root
-	for _, t := range toks {
+	for i, t := range toks {
 		if t == 0 || t >= Token(len(d.tokens)) {
 			return 0, errorf("Token " + itoa(t) + " was not found")
+		}
+		if err := checkComponent(d.tokens[t]); err != nil {
+			return 0, errorf("tokens[" + itoa(uint64(i)) + "]: token " + quote(d.tokens[t]) + " cannot be a path component: it " + err.Error())
 		}
 		p = d.childLocked(p, t)
 	}
@@ -219,14 +254,9 @@ func (d *Dictionary) PathString(p Path) (string, error) {
 
 // CreateList makes a new list (refcount 1) holding a copy of paths, each of which must be valid.
 func (d *Dictionary) CreateList(paths []Path) (ListID, error) {
-	d.mu.RLock()
-	for _, p := range paths {
-		if !d.validPathLocked(p) {
-			d.mu.RUnlock()
-			return 0, errorf("Path " + itoa(p) + " was not found")
-		}
+	if err := d.checkPaths(paths); err != nil {
+		return 0, err
 	}
-	d.mu.RUnlock()
 	d.listMu.Lock()
 	defer d.listMu.Unlock()
 	d.nextList++
@@ -235,13 +265,24 @@ func (d *Dictionary) CreateList(paths []Path) (ListID, error) {
 	return id, nil
 }
 
+func (d *Dictionary) checkPaths(paths []Path) error {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	for _, p := range paths {
+		if !d.validPathLocked(p) {
+			return errorf("Path " + itoa(p) + " was not found")
+		}
+	}
+	return nil
+}
+
 // CreateListFromStrings interns each path string and makes a new list.
 func (d *Dictionary) CreateListFromStrings(strs []string) (ListID, error) {
 	paths := make([]Path, len(strs))
 	for i, s := range strs {
 		p, err := d.InternPath(s)
 		if err != nil {
-			return 0, err
+			return 0, errorf("paths[" + itoa(uint64(i)) + "]: " + err.Error())
 		}
 		paths[i] = p
 	}

@@ -33,7 +33,7 @@ func TestPathsInternEquivalentStringsToOneHandle(t *testing.T) {
 	d := New()
 	a, err := d.InternPath("/World/A")
 	require.NoError(t, err)
-	b, err := d.InternPath("/World/A/")
+	b, err := d.InternPath("/World/A")
 	require.NoError(t, err)
 	assert.Equal(t, a, b)
 	root, err := d.InternPath("/")
@@ -67,6 +67,22 @@ func TestPathStringErrors(t *testing.T) {
 		_, err := d.InternPath(bad)
 		assert.Error(t, err, "path %q", bad)
 	}
+	// One path, one spelling: empty components (leading, doubled, trailing "/") and relative
+	// steps are malformed, never another spelling of a path (nor of the root).
+	for bad, why := range map[string]string{
+		"//": "component 0 is empty", "///": "component 0 is empty", "/a//b": "component 1 is empty",
+		"/a/": "component 1 is empty", "/World/A/": "component 2 is empty", "//a": "component 0 is empty",
+		"/a/./b": `component 1 is "."`, "/..": `component 0 is ".."`, "/a/b/..": `component 2 is ".."`,
+	} {
+		_, err := d.InternPath(bad)
+		assert.ErrorContains(t, err, `Path string "`+bad+`": `+why, "path %q", bad)
+		_, err = d.CreateListFromStrings([]string{"/ok", bad})
+		assert.ErrorContains(t, err, `paths[1]: Path string "`+bad+`"`, "list with %q", bad)
+	}
+	for _, good := range []string{"/", "/a", "/a/b", "/.a", "/a./b..", "/ a /b c"} {
+		_, err := d.InternPath(good)
+		assert.NoError(t, err, "path %q", good)
+	}
 	_, err := d.InternPath("")
 	assert.ErrorContains(t, err, "Path string must be non-empty")
 	_, err = d.InternPath("/x\x00")
@@ -75,6 +91,23 @@ func TestPathStringErrors(t *testing.T) {
 	assert.Error(t, err)
 	_, err = d.PathString(12345)
 	assert.Error(t, err)
+}
+
+func TestPathFromTokensRejectsTokensThatAreNotComponents(t *testing.T) {
+	d := New()
+	ab, err := d.InternPath("/a/b")
+	require.NoError(t, err)
+	for _, s := range []string{"a/b", ".", ".."} {
+		tok, err := d.InternToken(s) // a fine token, but not a path component
+		require.NoError(t, err)
+		_, err = d.PathFromTokens([]Token{tok})
+		assert.ErrorContains(t, err, "tokens[0]: token \""+s+"\" cannot be a path component", "token %q", s)
+	}
+	a, _ := d.InternToken("a")
+	b, _ := d.InternToken("b")
+	p, err := d.PathFromTokens([]Token{a, b})
+	require.NoError(t, err)
+	assert.Equal(t, ab, p)
 }
 
 func TestPathListsAreRefcountedAndNeverDeduplicated(t *testing.T) {

@@ -186,11 +186,15 @@ func (op *Op) LowestPending() uint64 {
 		if lowest == 0 || o.ID < lowest {
 			lowest = o.ID
 		}
-		o.mu.Lock()
-		stack = append(stack, o.deps...)
-		o.mu.Unlock()
+		stack = o.appendDeps(stack)
 	}
 	return lowest
+}
+
+func (op *Op) appendDeps(stack []*Op) []*Op {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	return append(stack, op.deps...)
 }
 
 // addDependent registers d to be notified when op finishes; false when op already finished.
@@ -207,7 +211,22 @@ func (op *Op) addDependent(d *Op) bool {
 // finish records the outcome, wakes waiters and readies dependents whose last dependency
 // this was.
 func (op *Op) finish(err error) {
+	dependents := op.settle(err)
+	for i, d := range dependents {
+		dependents[i] = nil
+		if d.waiting.Add(-1) == 0 {
+			d.pool.ready(d, false)
+		}
+	}
+	if op.pool != nil {
+		op.pool.wg.Done()
+	}
+}
+
+// settle records the outcome and wakes waiters; it returns the dependents to notify.
+func (op *Op) settle(err error) []*Op {
 	op.mu.Lock()
+	defer op.mu.Unlock()
 	for _, in := range op.inputs {
 		op.failed = append(op.failed, in.failed...)
 	}
@@ -222,16 +241,7 @@ func (op *Op) finish(err error) {
 	if op.done != nil {
 		close(op.done)
 	}
-	op.mu.Unlock()
-	for i, d := range dependents {
-		dependents[i] = nil
-		if d.waiting.Add(-1) == 0 {
-			d.pool.ready(d, false)
-		}
-	}
-	if op.pool != nil {
-		op.pool.wg.Done()
-	}
+	return dependents
 }
 
 // String describes the op for logs.
@@ -311,14 +321,9 @@ func (p *Pool) ready(op *Op, inline bool) {
 
 // dispatch runs op on a free slot (inline or on a new worker) or queues it.
 func (p *Pool) dispatch(op *Op, inline bool) {
-	p.mu.Lock()
-	if p.running >= p.workers {
-		p.queue.push(op)
-		p.mu.Unlock()
+	if !p.takeSlotOrQueue(op) {
 		return
 	}
-	p.running++
-	p.mu.Unlock()
 	if !inline {
 		go p.worker(op)
 		return
@@ -327,6 +332,18 @@ func (p *Pool) dispatch(op *Op, inline bool) {
 	if next := p.nextOrRelease(); next != nil {
 		go p.worker(next)
 	}
+}
+
+// takeSlotOrQueue takes a free slot for op (true), or queues op when every slot is in use.
+func (p *Pool) takeSlotOrQueue(op *Op) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.running >= p.workers {
+		p.queue.push(op)
+		return false
+	}
+	p.running++
+	return true
 }
 
 // worker runs op, then queued ops, until the queue is empty.
@@ -389,7 +406,8 @@ func (p *Pool) complete(op *Op, err error) {
 		err = cerr
 	}
 	if err != nil && p.OnFailure != nil {
-		p.OnFailure(op.ID, err)
+		// A panicking failure hook must not take the worker down (nor keep the op pending).
+		_ = SafeRun(func() error { p.OnFailure(op.ID, err); return nil })
 	}
 	op.finish(err)
 }

@@ -80,6 +80,61 @@ def test_bad_path_string_raises_ovx_error(paths, text, message) -> None:
     assert message in from_list.value.message
 
 
+# One path has one spelling: "/" is the root and every other path is "/" followed by
+# components joined by single "/", none empty, "." or "..".
+MALFORMED_PATHS = {
+    "//": 'Path string "//": component 0 is empty',
+    "///": 'Path string "///": component 0 is empty',
+    "//A": 'Path string "//A": component 0 is empty',
+    "/A//B": 'Path string "/A//B": component 1 is empty',
+    "/A/": 'Path string "/A/": component 1 is empty',
+    "/World/A/": 'Path string "/World/A/": component 2 is empty',
+    "/A/./B": 'Path string "/A/./B": component 1 is "."',
+    "/A/..": 'Path string "/A/..": component 1 is ".."',
+    "World/A": 'Path string must be absolute (start with \'/\'): "World/A"',
+}
+
+
+@pytest.mark.parametrize(("text", "message"), MALFORMED_PATHS.items(), ids=list(MALFORMED_PATHS))
+def test_malformed_path_strings_are_rejected_naming_the_path(paths, text, message) -> None:
+    with pytest.raises(OvxError) as info:
+        paths.intern_path(text)
+    assert info.value.code == OVX_API_ERROR
+    assert message in info.value.message
+    with pytest.raises(OvxError) as from_list:
+        paths.create_path_list_from_strings(["/World/A", text])
+    assert f"paths[1]: {message}" in from_list.value.message
+
+
+def test_doubled_slash_is_not_the_root(paths) -> None:
+    root = paths.intern_path("/")
+    with pytest.raises(OvxError):
+        paths.intern_path("//")
+    assert paths.path_to_string(root) == "/"
+
+
+@pytest.mark.parametrize("text", ["/.A", "/A.", "/A/B..C", "/ A ", "/A:B"])
+def test_dots_and_spaces_inside_a_component_are_names(paths, text) -> None:
+    assert paths.path_to_string(paths.intern_path(text)) == text
+
+
+def test_malformed_paths_in_stage_calls_are_invalid_arguments(stage, paths) -> None:
+    with paths.create_path_list_from_strings(["/A"]) as plist, stage.query_from_path_list(plist):
+        pass
+    with pytest.raises(ovstage.OvstageError) as info:
+        stage.clone("/A/", ["/B"], 2)
+    assert info.value.code == ovstage.ErrorCode.INVALID_ARGUMENT
+    assert 'source_path: Path string "/A/"' in info.value.message
+    with pytest.raises(ovstage.OvstageError) as info:
+        stage.clone("/A", ["/B", "/C//D"], 2)
+    assert 'target_paths[1]: Path string "/C//D"' in info.value.message
+    flt = ovstage.Filter([ovstage.Predicate("usd-path", ovstage.FilterOp.IN, ["/A", "/A/"])])
+    query = stage.query(flt)
+    assert query.handle == 0
+    assert query.op.status == ovstage.ErrorCode.INVALID_ARGUMENT
+    assert 'values[1] is not a prim path: Path string "/A/"' in query.op.error_message()
+
+
 def test_unknown_path_raises_ovx_error(paths) -> None:
     with pytest.raises(OvxError):
         paths.path_to_string(2**63 + 12345)

@@ -247,7 +247,8 @@ class Worker(threading.Thread):
             with self.shared.lock:
                 floor_after = self.shared.floor_started
             if op.status == ErrorCode.WRITE_FLOOR_VIOLATION and ordinal <= floor_after:
-                # Floors overtook the margin while this thread was descheduled.
+                # Other threads advanced the floor past the margin meanwhile (a thread can be
+                # descheduled for a long time): a legitimate rejection, as for write().
                 record.state = "rejected"
                 self.count("insert rejected WFV")
                 return
