@@ -27,8 +27,11 @@ type stageOp struct {
 	ordinal  uint64
 	mutation bool
 	advance  bool
-	gate     *Gate
-	run      func(op *sched.Op) error
+	// heldSource: the caller keeps the op's source alive until it completes (a write of
+	// DeferCopyBytes or more); its completion is reported by TakeSourcesDone.
+	heldSource bool
+	gate       *Gate
+	run        func(op *sched.Op) error
 }
 
 // Run does the op's work.
@@ -86,7 +89,8 @@ func (s *Stage) enqueueOpLocked(o *stageOp, task sched.Task, deps, inputs []*sch
 	return op
 }
 
-// opFinished runs when an op completes: it drops the op from the pending sets.
+// opFinished runs when an op completes: it drops the op from the pending sets and reports a
+// held source as no longer needed.
 func (s *Stage) opFinished(o *stageOp) {
 	if !o.mutation && !o.advance {
 		return
@@ -94,6 +98,9 @@ func (s *Stage) opFinished(o *stageOp) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	op := &o.Op
+	if o.heldSource && !s.destroyed {
+		s.sourcesDone = append(s.sourcesDone, op.ID)
+	}
 	if o.mutation {
 		delete(s.pendingMutations, op)
 		if s.sameOrdinalTail[o.ordinal] == op {
