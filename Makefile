@@ -67,9 +67,11 @@ stress: install
 	$(PYTHON) tests/stress/stress.py
 
 # RSS and live-object growth over 1,000,000 write cycles and 100,000 read/export cycles
-# (OVSTAGE_LEAK_WRITES / OVSTAGE_LEAK_READS to scale down).
+# (OVSTAGE_LEAK_WRITES / OVSTAGE_LEAK_READS to scale down), then RSS and tracked ops over
+# 1,000,000 fire-and-forget writes whose Operations are dropped (OVSTAGE_FAF_WRITES).
 leakcheck: install
 	$(PYTHON) tests/leak/leakcheck.py
+	$(PYTHON) tests/leak/fire_and_forget.py
 
 # Go tests and the pytest suite with cgo pointer checks at their strictest (cgocheck2),
 # the extension rebuilt likewise. `make install` restores a normal build.

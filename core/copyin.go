@@ -15,8 +15,15 @@ import (
 // (one per worker) while the caller keeps submitting. Below it the copy costs less than handing
 // the op to another thread, so it happens at enqueue and the caller may reuse its buffer at
 // once. A deferred write reads the caller's memory when it runs: the caller keeps the source
-// alive and unchanged until the op completes (the Python layer holds the source for it).
+// alive and unchanged until the op completes, however the op id is waited, released or
+// detached. The Python layer holds the source of every write with an entry of this size or
+// more, and learns from Stage.TakeSourcesDone when the op no longer needs it.
 const DeferCopyBytes = 1 << 20
+
+// holdsSource reports whether the caller keeps a write entry's source alive until the op
+// completes (see DeferCopyBytes; also for device writes, which copy at enqueue, so that the
+// caller has one size rule).
+func holdsSource(size int64) bool { return size >= DeferCopyBytes }
 
 // parallelCopyMin is the compact payload size from which a copy is split across free worker
 // slots (each chunk is at least half of it). A variable so tests can lower it.
@@ -24,7 +31,7 @@ var parallelCopyMin = 16 << 20
 
 // deferCopy reports whether a write of these tensors copies in the op (see DeferCopyBytes).
 func deferCopy(tensors []dlpack.Tensor, size int64) bool {
-	if size < DeferCopyBytes {
+	if !holdsSource(size) {
 		return false
 	}
 	for _, t := range tensors {

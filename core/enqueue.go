@@ -31,8 +31,11 @@ type stageOp struct {
 	// writes are the attributes whose column this mutation may create (writes, map commits):
 	// an EXCLUDE advance submitted after it counts them as known.
 	writes []uint64
-	gate   *Gate
-	run    func(op *sched.Op) error
+	// heldSource: the caller keeps the op's source alive until it completes (a write of
+	// DeferCopyBytes or more); its completion is reported by TakeSourcesDone.
+	heldSource bool
+	gate       *Gate
+	run        func(op *sched.Op) error
 }
 
 // Run does the op's work.
@@ -90,7 +93,8 @@ func (s *Stage) enqueueOpLocked(o *stageOp, task sched.Task, deps, inputs []*sch
 	return op
 }
 
-// opFinished runs when an op completes: it drops the op from the pending sets.
+// opFinished runs when an op completes: it drops the op from the pending sets and reports a
+// held source as no longer needed.
 func (s *Stage) opFinished(o *stageOp) {
 	if !o.mutation && !o.advance {
 		return
@@ -98,6 +102,9 @@ func (s *Stage) opFinished(o *stageOp) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	op := &o.Op
+	if o.heldSource && !s.destroyed {
+		s.sourcesDone = append(s.sourcesDone, op.ID)
+	}
 	if o.mutation {
 		delete(s.pendingMutations, op)
 		if s.sameOrdinalTail[o.ordinal] == op {

@@ -70,6 +70,9 @@ type Stage struct {
 	toStartBuf [2]startItem
 	// closing is closed when Destroy begins: ops held by a test gate give up.
 	closing chan struct{}
+	// sourcesDone lists finished writes whose caller was told to keep the source alive until
+	// completion (payloads of DeferCopyBytes or more); TakeSourcesDone hands them over.
+	sourcesDone []uint64
 }
 
 // Config holds per-stage settings.
@@ -91,6 +94,7 @@ func NewStage(name string, cfg Config) *Stage {
 		closing: make(chan struct{}),
 	}
 	s.toStart = s.toStartBuf[:0]
+	s.pool.OnDetachedDone = s.forgetDetached
 	s.onCreated()
 	stagesMu.Lock()
 	defer stagesMu.Unlock()
@@ -152,6 +156,7 @@ func (s *Stage) Destroy() {
 	}
 	s.groups, s.reads, s.queries, s.columns, s.ordinalQueries, s.maps = nil, nil, nil, nil, nil, nil
 	s.ops = map[uint64]*sched.Op{}
+	s.sourcesDone = nil
 	if LiveStages() == 0 {
 		buffer.Trim() // no stage left to reuse recycled buffers
 	}
@@ -266,6 +271,45 @@ func (s *Stage) ReleaseOp(id uint64) error {
 	}
 	delete(s.ops, id)
 	return nil
+}
+
+// DetachOp says nobody will wait for op id any more (its owner, such as a garbage-collected
+// Python Operation, is gone): the id is forgotten as soon as the op completes, at once if it
+// already has. The op itself keeps running.
+func (s *Stage) DetachOp(id uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkLiveLocked(); err != nil {
+		return err
+	}
+	op, ok := s.ops[id]
+	if !ok {
+		return status.Errorf(status.InvalidHandle, "op id %d is unknown to stage %d (never issued, or already released)", id, s.ID)
+	}
+	if op.Detach() {
+		delete(s.ops, id)
+	}
+	return nil
+}
+
+// forgetDetached drops a detached op from the op table when it finishes (pool hook).
+func (s *Stage) forgetDetached(op *sched.Op) {
+	s.mu.Lock()
+	if s.ops[op.ID] == op {
+		delete(s.ops, op.ID)
+	}
+	s.mu.Unlock()
+}
+
+// TakeSourcesDone returns, and forgets, the ids of finished writes whose source the caller
+// was keeping alive (see DeferCopyBytes): the engine will not read those sources again,
+// whether the op was waited, released or detached.
+func (s *Stage) TakeSourcesDone() []uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	done := s.sourcesDone
+	s.sourcesDone = nil
+	return done
 }
 
 // LastOpError is the failure message of op id ("" when unknown, pending or successful). A

@@ -536,6 +536,7 @@ func (s *Stage) enqueueWritesLocked(qh uint64, o *writeOp) (uint64, error) {
 	deferred := false
 	for _, w := range o.ws {
 		deferred = deferred || w.src != nil
+		o.heldSource = o.heldSource || holdsSource(w.size)
 		if err := s.checkAdmission(s.requested.effective(w.attr), w.ordinal, w.attr); err != nil {
 			return 0, err
 		}

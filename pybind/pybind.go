@@ -311,6 +311,42 @@ func ReleaseOp(stageID, op uint64) (int, error) {
 	})
 }
 
+// DetachOp says nobody will wait for an op any more: its id is forgotten once the op
+// completes (at once if it has). The Python layer calls it when an unwaited Operation is
+// garbage-collected; it returns true.
+func DetachOp(stageID, op uint64) (bool, error) {
+	return call(func() (bool, error) {
+		s, err := stage(stageID)
+		if err != nil {
+			return false, err
+		}
+		return true, s.DetachOp(op)
+	})
+}
+
+// TakeSourcesDone returns the ids of finished writes whose source the caller kept alive
+// (payloads of DeferCopyBytes or more), comma-separated ("" when none), and forgets them.
+func TakeSourcesDone(stageID uint64) (string, error) {
+	return call(func() (string, error) {
+		s, err := stage(stageID)
+		if err != nil {
+			return "", err
+		}
+		ids := s.TakeSourcesDone()
+		if len(ids) == 0 {
+			return "", nil
+		}
+		buf := make([]byte, 0, 8*len(ids))
+		for i, id := range ids {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = strconv.AppendUint(buf, id, 10)
+		}
+		return string(buf), nil
+	})
+}
+
 // GetLastOpError is the failure message of an op ("" when it did not fail or is unknown).
 func GetLastOpError(stageID, op uint64) (string, error) {
 	return call(func() (string, error) {

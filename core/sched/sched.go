@@ -54,6 +54,13 @@ const (
 	opDone
 )
 
+// Bits of Op.life: whether the op's owner let go of it and whether it finished. Whichever of
+// Detach and finish comes second sees the other's bit, so exactly one of them forgets the op.
+const (
+	lifeDetached uint32 = 1 << iota
+	lifeFinished
+)
+
 // Op is one enqueued unit of work. The zero value is ready for Init; an Op may be embedded in
 // a larger struct (so an enqueue allocates once) and must not be copied after Init.
 type Op struct {
@@ -61,6 +68,7 @@ type Op struct {
 
 	state   atomic.Uint32
 	waiting atomic.Int32 // unfinished dependencies (+1 while Submit registers them)
+	life    atomic.Uint32
 
 	mu         sync.Mutex
 	deps       []*Op // ordering dependencies still pending at Init (includes inputs)
@@ -170,6 +178,11 @@ func (op *Op) Wait(timeout time.Duration) bool {
 	}
 }
 
+// Detach records that nobody will wait for the op any more. It reports whether the op had
+// already finished: then the caller forgets it at once; otherwise the pool's OnDetachedDone
+// is told when it finishes.
+func (op *Op) Detach() (finished bool) { return op.life.Or(lifeDetached)&lifeFinished != 0 }
+
 // LowestPending returns the lowest id among pending ops in this op's dependency chain
 // (the op itself included), or 0 when everything finished.
 func (op *Op) LowestPending() uint64 {
@@ -209,8 +222,12 @@ func (op *Op) addDependent(d *Op) bool {
 }
 
 // finish records the outcome, wakes waiters and readies dependents whose last dependency
-// this was.
+// this was. A detached op is reported first, so whoever sees the op's completion (a waiter,
+// a dependent) also sees its owner's table without it.
 func (op *Op) finish(err error) {
+	if op.life.Or(lifeFinished)&lifeDetached != 0 && op.pool != nil && op.pool.OnDetachedDone != nil {
+		op.pool.OnDetachedDone(op)
+	}
 	dependents := op.settle(err)
 	for i, d := range dependents {
 		dependents[i] = nil
@@ -253,6 +270,10 @@ type Pool struct {
 	wg      sync.WaitGroup // submitted ops not finished yet
 	// OnFailure, when set before the first Submit, is told of every op that fails.
 	OnFailure func(id uint64, err error)
+	// OnDetachedDone, when set before the first Submit, is told of every detached op (see
+	// Op.Detach) as it finishes, before its waiters and dependents are woken. It must not
+	// block on other ops.
+	OnDetachedDone func(op *Op)
 
 	mu      sync.Mutex
 	running int     // slots in use (workers and inline runs)

@@ -265,3 +265,61 @@ func (p *Pool) busy() int {
 	defer p.mu.Unlock()
 	return p.running
 }
+
+// TestDetachIsReportedExactlyOnce races Detach against completion: each op is forgotten by
+// exactly one side (Detach reporting it finished, or the OnDetachedDone hook), never both.
+func TestDetachIsReportedExactlyOnce(t *testing.T) {
+	p := NewPool(4)
+	var hooked atomic.Int64
+	p.OnDetachedDone = func(*Op) { hooked.Add(1) }
+	const n = 5000
+	ops := make([]*Op, n)
+	for i := range ops {
+		ops[i] = NewOp(uint64(i+1), nil, nil)
+	}
+	var detachedDone, submitted atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i, op := range ops {
+			for submitted.Load() <= int64(i) {
+				runtime.Gosched() // detach only submitted ops, racing their completion
+			}
+			if op.Detach() {
+				detachedDone.Add(1)
+			}
+		}
+	}()
+	for _, op := range ops {
+		p.Go(op, func() error { return nil }, nil)
+		submitted.Add(1)
+	}
+	wg.Wait()
+	p.Drain()
+	assert.Equal(t, int64(n), hooked.Load()+detachedDone.Load())
+	assert.True(t, ops[0].Detach(), "detaching again reports the op finished")
+}
+
+func TestImmediateOpsAreFinishedForDetach(t *testing.T) {
+	assert.True(t, Immediate(1, nil).Detach())
+}
+
+func TestDetachedOpIsReportedBeforeWaitersWake(t *testing.T) {
+	p := NewPool(2)
+	var hooked atomic.Int64
+	p.OnDetachedDone = func(*Op) { hooked.Add(1) }
+	gate := make(chan struct{})
+	op := NewOp(1, nil, nil)
+	p.Go(op, func() error { <-gate; return nil }, nil)
+	after := NewOp(2, []*Op{op}, nil)
+	var seenByDependent atomic.Int64
+	p.Submit(after, func() error { seenByDependent.Store(hooked.Load()); return nil }, nil)
+	assert.False(t, op.Detach(), "the op is pending")
+	close(gate)
+	require.True(t, op.Wait(5*time.Second))
+	assert.Equal(t, int64(1), hooked.Load(), "a waiter sees the op already reported")
+	require.True(t, after.Wait(5*time.Second))
+	assert.Equal(t, int64(1), seenByDependent.Load(), "so does a dependent")
+	p.Drain()
+}

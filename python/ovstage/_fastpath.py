@@ -39,7 +39,8 @@ _raw = native._native
 _write_numpy = _raw.pybind_WriteNumpy
 
 #: Payload size from which the engine copies a write's data in the op (on a worker) rather
-#: than before the enqueue returns; the stage holds such sources until their op completes.
+#: than before the enqueue returns; the stage holds such sources until the engine reports that
+#: the op no longer reads them (``Stage._hold``).
 DEFER_COPY_BYTES: int = call(native.DeferCopyBytes)
 
 # dtype -> (DLPack code, bits): exactly what numpy_to_dldatatype gives (native byte order only).

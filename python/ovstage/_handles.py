@@ -52,13 +52,13 @@ class _Handle:
             raise OvstageError(self.op.status, self.op.error_message())
 
     def _drop_op(self) -> None:
-        """Forget the reserving op once the handle is released: nobody waits it any more, and
+        """Detach the reserving op once the handle is released: nobody waits it any more, and
         ``with read: for group in read.groups()`` (no ``wait()``) must not leave op tracking
-        behind."""
+        behind. The engine forgets it when it completes (at once if it has)."""
         op = self.op
-        if op is not None and op.ok and not op._consumed and op.op_id:
+        if op is not None and op.ok and not op._consumed and op._op_id:
             op._consumed = True
-            self._stage._release_op_quietly(op.op_id)
+            self._stage._detach_op(op._op_id)
 
     def __int__(self) -> int:
         return self.handle

@@ -182,7 +182,7 @@ class _HierarchyMixin:
             handle, op_id = call(native.GetHierarchy, sid, plist, ord_, rel).split(" ")
         except OvstageError as exc:
             return Hierarchy(stage, 0, self._rejected(exc))
-        return Hierarchy(stage, int(handle), Operation(stage, ErrorCode.OK, int(op_id)))
+        return Hierarchy(stage, int(handle), Operation._accepted(stage, int(op_id)))
 
     def get_hierarchy(
         self, path_list: int, ordinal: int, relation: HierarchyRelation | int
@@ -213,6 +213,7 @@ class _HierarchyMixin:
         op = self._enqueue("release_hierarchy", native.ReleaseHierarchy, handle)
         if op.ok and isinstance(hierarchy, Hierarchy):
             hierarchy._released = True
+            hierarchy._drop_op()
         return op
 
 

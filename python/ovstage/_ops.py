@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from . import _lib
 from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError
 from ._guards import as_timeout
 
@@ -15,17 +16,33 @@ __all__ = ["Operation"]
 
 # Longest single native wait, so Ctrl-C (KeyboardInterrupt) is seen within about 0.05 s.
 _WAIT_SLICE_NS = 50_000_000
+_detach_op = _lib.native._native.pybind_DetachOp
 
 
 class Operation:
     """An enqueued op: ``status`` says whether it was accepted, ``wait()`` completes it.
 
     Unlike the reference, a ``TIMEOUT`` from ``wait(timeout)`` leaves the op waitable: poll
-    again or block later. ``done()`` polls without raising. An op that was never waited is
-    released when its ``Operation`` is garbage collected.
+    again or block later. ``done()`` polls without raising.
+
+    Op tracking (README.md, "Where we differ"): an op is tracked until ``wait()`` returns or
+    raises (other than ``TIMEOUT``). An op whose ``Operation`` is garbage-collected unwaited
+    is *detached*: the stage forgets it once it completes, so a producer that never waits
+    stays bounded in memory. Reading ``op_id`` opts out: the raw id then stays tracked until
+    ``Stage.release_op`` (or ``wait()``), so ``stage.wait_op(op.op_id)`` keeps working after
+    the ``Operation`` is gone. An ``Operation`` built by the caller from an id is raw too.
     """
 
-    __slots__ = ("__weakref__", "_consumed", "_keepalive", "_message", "_stage", "op_id", "status")
+    __slots__ = (
+        "__weakref__",
+        "_consumed",
+        "_keepalive",
+        "_message",
+        "_op_id",
+        "_raw",
+        "_stage",
+        "status",
+    )
 
     def __init__(
         self,
@@ -37,22 +54,43 @@ class Operation:
     ) -> None:
         self._stage = stage
         self.status = int(status)
-        self.op_id = int(op_id)
+        self._op_id = int(op_id)
         self._keepalive = keepalive
         self._message = message
         self._consumed = False
+        self._raw = True  # the caller handed us the id: it manages its tracking
 
     @classmethod
     def _accepted(cls, stage: Stage, op_id: int) -> Operation:
-        """An accepted op (the hot path's constructor: no conversions)."""
+        """An accepted op this Operation owns (detached when it is collected unwaited); the
+        hot path's constructor: no conversions."""
         self = cls.__new__(cls)
         self._stage = stage
         self.status = 0
-        self.op_id = op_id
+        self._op_id = op_id
         self._keepalive = None
         self._message = ""
         self._consumed = False
+        self._raw = False
         return self
+
+    @property
+    def op_id(self) -> int:
+        """The engine's op id (0 when rejected). Reading it makes the id raw: it stays tracked
+        until ``wait()`` or ``Stage.release_op``, even after this Operation is collected."""
+        self._raw = True
+        return self._op_id
+
+    def __del__(self) -> None:
+        # Unwaited and its id never handed out: nobody can wait for the op any more.
+        if self._consumed or self._raw or not self._op_id:
+            return
+        try:
+            stage = self._stage
+            if not stage._destroyed and not _lib._forked_child:
+                _detach_op(stage._id, self._op_id)
+        except Exception:  # a finalizer never raises (the id may have been released)
+            return
 
     @property
     def ok(self) -> bool:
@@ -61,15 +99,15 @@ class Operation:
 
     def error_message(self) -> str:
         """The enqueue's error text, else the op's failure text ("" if none)."""
-        if self._message or not self.ok or self.op_id == 0 or self._consumed:
+        if self._message or not self.ok or self._op_id == 0 or self._consumed:
             return self._message
-        return self._stage._last_op_error(self.op_id)
+        return self._stage._last_op_error(self._op_id)
 
     def done(self) -> bool:
         """Non-raising poll: True once the op (and its chain) finished or was rejected."""
         if not self.ok or self._consumed:
             return True
-        code, _, _ = self._stage.wait_op(self.op_id, 0)
+        code, _, _ = self._stage.wait_op(self._op_id, 0)
         return code != ErrorCode.TIMEOUT  # wait_op drops the stage's hold on a finished op
 
     def wait(self, timeout: int = TIMEOUT_INFINITE) -> None:
@@ -82,14 +120,14 @@ class Operation:
         if not self.ok:
             raise OvstageError(self.status, self._message)
         if self._consumed:
-            raise OvstageError(ErrorCode.INVALID_HANDLE, f"op {self.op_id} was already waited")
-        if self.op_id == 0:
+            raise OvstageError(ErrorCode.INVALID_HANDLE, f"op {self._op_id} was already waited")
+        if self._op_id == 0:
             raise OvstageError(ErrorCode.INVALID_HANDLE, "op id 0 is not a valid op")
         code, error_ids, lowest = self._wait_sliced(timeout_ns)
         if code == ErrorCode.TIMEOUT:
             raise OvstageError(
                 ErrorCode.TIMEOUT,
-                f"op {self.op_id} is not complete (lowest pending op in its chain: {lowest})",
+                f"op {self._op_id} is not complete (lowest pending op in its chain: {lowest})",
             )
         self._consumed = True
         self._keepalive = None
@@ -97,20 +135,20 @@ class Operation:
         if error_ids:
             message = stage._last_op_error(error_ids[0]) or f"op {error_ids[0]} failed"
             self._message = message
-            stage._release_op_quietly(self.op_id)
+            stage._release_op_quietly(self._op_id)
             raise OvstageError(ErrorCode.OP_FAILED, message)
-        stage._release_op_checked(self.op_id)
+        stage._release_op_checked(self._op_id)
 
     def _wait_sliced(self, timeout_ns: int) -> tuple[int, list[int], int]:
         stage = self._stage
         if timeout_ns == 0:
-            return stage.wait_op(self.op_id, 0)
+            return stage.wait_op(self._op_id, 0)
         deadline = None if timeout_ns == TIMEOUT_INFINITE else time.monotonic_ns() + timeout_ns
         while True:
             step = _WAIT_SLICE_NS
             if deadline is not None:
                 step = max(0, min(step, deadline - time.monotonic_ns()))
-            result = stage.wait_op(self.op_id, step)
+            result = stage.wait_op(self._op_id, step)
             if result[0] != ErrorCode.TIMEOUT or step == 0:
                 return result
             if deadline is not None and time.monotonic_ns() >= deadline:
@@ -122,4 +160,4 @@ class Operation:
             if self.status in ErrorCode._value2member_map_
             else self.status
         )
-        return f"Operation(op_id={self.op_id}, status={name})"
+        return f"Operation(op_id={self._op_id}, status={name})"

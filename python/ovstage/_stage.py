@@ -5,6 +5,7 @@ from __future__ import annotations
 import array
 import contextlib
 import ctypes
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -133,10 +134,14 @@ class Stage(_HierarchyMixin):
     def __init__(self, name: str | None = None, config: StageConfig | None = None) -> None:
         self._destroyed = True
         self._config_ref = False
-        # Sources of pending writes whose copy happens in the op (large payloads), by op id:
-        # kept alive until the op is known complete, whatever happens to its Operation.
+        # Sources of large writes (see _hold), by op id: kept alive until the engine reports
+        # that the op no longer reads them, whatever happens to its Operation or op id.
         self._holds: dict[int, Any] = {}
-        self._prune_at = 8
+        # Ids the engine reported before their hold was recorded (another thread took the
+        # report between this thread's enqueue and its _hold). The lock makes "record or
+        # match" atomic against "drop or remember".
+        self._reported_early: set[int] = set()
+        self._holds_lock = threading.Lock()
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name must be a str or None, got {type(name).__name__}")
         if config is not None and not isinstance(config, StageConfig):
@@ -188,6 +193,7 @@ class Stage(_HierarchyMixin):
         call(native.DestroyStage, self._id)
         self._destroyed = True
         self._holds.clear()  # every op has finished
+        self._reported_early.clear()
         self._drop_config_ref()
 
     def __enter__(self) -> Stage:
@@ -208,7 +214,7 @@ class Stage(_HierarchyMixin):
         returned as a rejected Operation (its ``wait()`` raises)."""
         sid = self._require_live(what)
         try:
-            return Operation(self, ErrorCode.OK, call(fn, sid, *args))
+            return Operation._accepted(self, call(fn, sid, *args))
         except OvstageError as exc:
             return self._rejected(exc)
 
@@ -224,7 +230,7 @@ class Stage(_HierarchyMixin):
         sid = self._require_live("wait_op")
         code, lowest, ids = call(native.WaitOp, sid, op, timeout_ns).split(" ")
         if code != "11" and self._holds:
-            self._holds.pop(op, None)  # finished: its deferred source was copied
+            self._take_sources_done()  # a finished write's source is let go at once
         return int(code), [int(i) for i in ids.split(",")] if ids else [], int(lowest)
 
     def wait_op_raw(self, op_id: int, timeout: int = TIMEOUT_INFINITE) -> int:
@@ -232,32 +238,52 @@ class Stage(_HierarchyMixin):
         return self.wait_op(op_id, timeout)[0]
 
     def release_op(self, op_id: int) -> int:
-        """Forget an op id (returns the status; raises for unknown ids)."""
+        """Forget an op id (returns the status; raises for unknown ids). A pending op keeps
+        running, and the stage keeps its source alive until it no longer reads it."""
         op = as_uint64(op_id, "op_id")
-        status = int(call(native.ReleaseOp, self._require_live("release_op"), op))
-        if self._holds:
-            self._holds.pop(op, None)  # released ops are complete (spec §2.5)
-        return status
+        return int(call(native.ReleaseOp, self._require_live("release_op"), op))
 
     def _hold(self, op_id: int, source: Any) -> None:
-        """Keep ``source`` alive until op ``op_id`` completes (its copy happens in the op)."""
-        if len(self._holds) >= self._prune_at:
-            self._prune_holds()
-            # Amortized: the next prune waits until the table has doubled.
-            self._prune_at = max(8, 2 * len(self._holds))
-        self._holds[op_id] = source
+        """Keep ``source`` alive while op ``op_id`` may read it: a write with an entry of
+        ``DEFER_COPY_BYTES`` or more copies it in the op. The engine reports such ops once
+        they no longer read their sources (``TakeSourcesDone``); taking the report at every
+        hold bounds the table by the large writes still pending."""
+        with self._holds_lock:
+            if op_id in self._reported_early:
+                self._reported_early.discard(op_id)  # finished already
+            else:
+                self._holds[op_id] = source
+        self._take_sources_done()
 
-    def _prune_holds(self) -> None:
-        for op_id in list(self._holds):
-            try:
-                code = call(native.WaitOp, self._id, op_id, 0).split(" ", 1)[0]
-            except OvstageError:
-                continue  # unknown to the engine: kept until destroy()
-            if code != "11":
-                self._holds.pop(op_id, None)
+    def _take_sources_done(self) -> None:
+        """Drop the holds of the writes the engine reports finished (the only way a hold goes:
+        waits, releases and detaches of the op id do not affect it)."""
+        try:
+            done = call(native.TakeSourcesDone, self._id)
+        except OvstageError:
+            return  # destroyed meanwhile: destroy() clears the table
+        if not done:
+            return
+        holds, dropped = self._holds, []
+        with self._holds_lock:
+            for finished in done.split(","):
+                op_id = int(finished)
+                source = holds.pop(op_id, None)
+                if source is None:
+                    self._reported_early.add(op_id)
+                else:
+                    dropped.append(source)
+        del dropped  # sources (and their finalizers) go outside the lock
+
+    def _detach_op(self, op_id: int) -> None:
+        """Nobody waits for ``op_id`` any more: the engine forgets it once it completes."""
+        if not self._destroyed:
+            with contextlib.suppress(OvstageError):
+                call(native.DetachOp, self._id, op_id)
 
     def _release_op_checked(self, op_id: int) -> None:
-        self.release_op(op_id)
+        # Operation.wait's release: op_id is an engine-minted int (no argument checks).
+        call(native.ReleaseOp, self._require_live("release_op"), op_id)
 
     def _release_op_quietly(self, op_id: int) -> None:
         with contextlib.suppress(OvstageError):
@@ -457,7 +483,7 @@ class Stage(_HierarchyMixin):
             *((device_type, device_id, stream, event) if placed else ()),
         )
         if op.ok and payload.nbytes() >= _fastpath.DEFER_COPY_BYTES:
-            self._hold(op.op_id, payload.tensors)
+            self._hold(op._op_id, payload.tensors)
         return op
 
     def write_attributes(
@@ -502,7 +528,7 @@ class Stage(_HierarchyMixin):
             int(mode),
         )
         if op.ok and any(p.nbytes() >= _fastpath.DEFER_COPY_BYTES for p in payloads):
-            self._hold(op.op_id, [p.tensors for p in payloads])
+            self._hold(op._op_id, [p.tensors for p in payloads])
         return op
 
     def delete_attributes(
@@ -719,7 +745,7 @@ class Stage(_HierarchyMixin):
             handle, op_id = call(fn, sid, *args).split(" ")
         except OvstageError as exc:
             return cls(self, 0, self._rejected(exc))
-        return cls(self, int(handle), Operation(self, ErrorCode.OK, int(op_id)))
+        return cls(self, int(handle), Operation._accepted(self, int(op_id)))
 
     def _fetch_next(self, what: str, fn: Any, handle: int, timeout: int) -> int | None:
         """Address of the next group from an iterating fetch, or None at END_OF_ITERATION."""
