@@ -77,10 +77,11 @@ class _Handle:
         if self._released or self.handle == 0:
             return
         if exc_type is not None:
-            # Leaving on an exception (Ctrl-C in a fetch, say): enqueue the release but do not
-            # wait for it, since it runs after the handle's producer, which may be what blocked.
+            # Leaving on an exception (Ctrl-C in a fetch, say): the release runs after the
+            # handle's producer, which may be what blocked, so only poll it (a poll that finds
+            # it done completes it).
             with contextlib.suppress(Exception):
-                self.release()
+                self.release().wait(0)
             return
         self.release().wait()
 
