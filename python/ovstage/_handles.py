@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -75,11 +76,14 @@ class _Handle:
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if self._released or self.handle == 0:
             return
-        try:
-            self.release().wait()
-        except Exception:
-            if exc_type is None:
-                raise
+        if exc_type is not None:
+            # Leaving on an exception (Ctrl-C in a fetch, say): the release runs after the
+            # handle's producer, which may be what blocked, so only poll it (a poll that finds
+            # it done completes it).
+            with contextlib.suppress(Exception):
+                self.release().wait(0)
+            return
+        self.release().wait()
 
     def __del__(self) -> None:
         if self._released or self.handle == 0 or self._stage._destroyed:

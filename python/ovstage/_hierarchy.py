@@ -121,6 +121,10 @@ class _HierarchyMixin:
 
         def _rejected(self, exc: OvstageError) -> Operation: ...
 
+        def _fetch_when_ready(
+            self, what: str, fn: Any, kind: str, handle: int, timeout_ns: int
+        ) -> Any: ...
+
     def get_hierarchy_computation_models(self) -> list[HierarchyComputationModelDesc]:
         """The models this build implements (``CPU_INCREMENTAL``; no GPU models)."""
         sid = self._require_live("get_hierarchy_computation_models")
@@ -202,8 +206,10 @@ class _HierarchyMixin:
         """
         handle = _hierarchy_handle(hierarchy)
         timeout_ns = as_timeout(timeout)
-        sid = self._require_live("fetch_hierarchy_result")
-        data = json.loads(call(native.FetchHierarchyResult, sid, handle, timeout_ns))
+        out = self._fetch_when_ready(
+            "fetch_hierarchy_result", native.FetchHierarchyResult, "hierarchy", handle, timeout_ns
+        )
+        data = json.loads(out)
         items = [HierarchyItem(_code(int(i["status"])), tuple(i["paths"])) for i in data["items"]]
         return HierarchyResult(int(data["ordinal"]), tuple(items))
 

@@ -24,6 +24,7 @@ from ._enums import LogSeverity
 from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError
 from ._guards import as_enum, as_timeout
 from ._lib import call, native
+from ._waits import wait_sliced
 
 __all__ = ["LogCallback", "flush_log", "set_log_callback"]
 
@@ -33,10 +34,11 @@ LogCallback = Callable[[LogSeverity, float, str], object]
 # The dispatcher's native wait: clearing the callback wakes it at once, so this only bounds
 # how long an idle dispatcher sleeps in one call.
 _NEXT_SLICE_NS = 500_000_000
-# flush_log waits in slices so KeyboardInterrupt reaches the caller promptly.
-_FLUSH_SLICE_NS = 50_000_000
-# At interpreter exit, pending messages get this long to be delivered.
-_EXIT_FLUSH_NS = 1_000_000_000
+# At interpreter exit, delivering pending messages and ending the dispatcher get this long
+# in all; delivery is abandoned once one callback call has lasted _EXIT_STALL_NS, and the
+# dispatcher's end is awaited no longer than that.
+_EXIT_BUDGET_NS = 1_000_000_000
+_EXIT_STALL_NS = 250_000_000
 
 _lock = threading.RLock()
 _dispatcher: _Dispatcher | None = None
@@ -110,25 +112,38 @@ def _ensure_atexit() -> None:
 
 
 def _shutdown_at_exit() -> None:
-    """Deliver what is pending (bounded), then stop the dispatcher before finalization."""
+    """Deliver what is pending and stop the dispatcher before finalization, within
+    ``_EXIT_BUDGET_NS`` in all: a callback that blocks or never returns is left running on
+    the daemon dispatcher thread, it does not hang the exit."""
     dispatcher = _dispatcher
     if dispatcher is None:
         return
+    deadline = time.monotonic_ns() + _EXIT_BUDGET_NS
     with contextlib.suppress(Exception):
-        flush_log(_EXIT_FLUSH_NS)
-    _stop(dispatcher)
+        target = call(native.LogFlushTarget, 0)
+        _wait_delivered(dispatcher, target, _EXIT_BUDGET_NS, _EXIT_STALL_NS)
+    with contextlib.suppress(Exception):
+        _stop(dispatcher, max(0, min(_EXIT_STALL_NS, deadline - time.monotonic_ns())))
 
 
-def _stop(dispatcher: _Dispatcher) -> None:
-    """Disable delivery and end the dispatcher thread (joined unless called from it)."""
+def _stop(dispatcher: _Dispatcher, join_timeout_ns: int = TIMEOUT_INFINITE) -> None:
+    """Disable delivery and end the dispatcher thread: joined (unless called from it) for up
+    to ``join_timeout_ns``, in interruptible slices."""
     global _dispatcher
     with _lock:
         dispatcher.stop.set()
         if _dispatcher is dispatcher:
             _dispatcher = None
         call(native.LogDisable)
-    if threading.current_thread() is not dispatcher.thread and dispatcher.thread.is_alive():
-        dispatcher.thread.join()
+    thread = dispatcher.thread
+    if threading.current_thread() is thread:
+        return
+
+    def ended(slice_ns: int) -> bool:
+        thread.join(slice_ns / 1e9)
+        return not thread.is_alive()
+
+    wait_sliced(ended, join_timeout_ns)
 
 
 def set_log_callback(
@@ -207,16 +222,39 @@ def flush_log(timeout: int = TIMEOUT_INFINITE) -> bool:
             call(native.LogWaitDelivered, target, 0)
         )
     target = call(native.LogFlushTarget, 0)
-    deadline = None if timeout_ns == TIMEOUT_INFINITE else time.monotonic_ns() + timeout_ns
-    while True:
-        step = _FLUSH_SLICE_NS
-        if deadline is not None:
-            step = max(0, min(step, deadline - time.monotonic_ns()))
-        if call(native.LogWaitDelivered, target, step):
-            if dispatcher is not None:
-                dispatcher.keep_only_newest()
+    if not _wait_delivered(dispatcher, target, timeout_ns):
+        return False
+    if dispatcher is not None:
+        dispatcher.keep_only_newest()
+    return True
+
+
+def _wait_delivered(
+    dispatcher: _Dispatcher | None, target: int, timeout_ns: int, stall_ns: int | None = None
+) -> bool:
+    """Wait (interruptibly) until message ``target`` was delivered. False at the timeout, when
+    the dispatcher thread is gone, or, with ``stall_ns``, once the dispatcher has been inside
+    one callback call for that long while this waits."""
+    progress = [dispatcher.inflight if dispatcher else 0, time.monotonic_ns()]
+
+    def delivered(slice_ns: int) -> bool | None:
+        """True once delivered, None when waiting longer is pointless, else False."""
+        if call(native.LogWaitDelivered, target, slice_ns):
             return True
-        if deadline is not None and time.monotonic_ns() >= deadline:
+        if dispatcher is None:
             return False
-        if dispatcher is not None and not dispatcher.thread.is_alive():
-            return False  # nobody will deliver: do not wait forever
+        if not dispatcher.thread.is_alive():
+            return None  # nobody will deliver
+        if stall_ns is not None:
+            now, inflight = time.monotonic_ns(), dispatcher.inflight
+            if inflight != progress[0]:
+                progress[:] = [inflight, now]
+            elif inflight != 0 and now - progress[1] >= stall_ns:
+                return None  # the callback is stuck on one message
+        return False
+
+    return wait_sliced(delivered, timeout_ns, _settled) is True
+
+
+def _settled(result: bool | None) -> bool:
+    return result is not False

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 from . import _lib
@@ -14,8 +13,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Operation"]
 
-# Longest single native wait, so Ctrl-C (KeyboardInterrupt) is seen within about 0.05 s.
-_WAIT_SLICE_NS = 50_000_000
 _detach_op = _lib.native._native.pybind_DetachOp
 
 
@@ -123,7 +120,7 @@ class Operation:
             raise OvstageError(ErrorCode.INVALID_HANDLE, f"op {self._op_id} was already waited")
         if self._op_id == 0:
             raise OvstageError(ErrorCode.INVALID_HANDLE, "op id 0 is not a valid op")
-        code, error_ids, lowest = self._wait_sliced(timeout_ns)
+        code, error_ids, lowest = self._stage.wait_op(self._op_id, timeout_ns)  # interruptible
         if code == ErrorCode.TIMEOUT:
             raise OvstageError(
                 ErrorCode.TIMEOUT,
@@ -138,21 +135,6 @@ class Operation:
             stage._release_op_quietly(self._op_id)
             raise OvstageError(ErrorCode.OP_FAILED, message)
         stage._release_op_checked(self._op_id)
-
-    def _wait_sliced(self, timeout_ns: int) -> tuple[int, list[int], int]:
-        stage = self._stage
-        if timeout_ns == 0:
-            return stage.wait_op(self._op_id, 0)
-        deadline = None if timeout_ns == TIMEOUT_INFINITE else time.monotonic_ns() + timeout_ns
-        while True:
-            step = _WAIT_SLICE_NS
-            if deadline is not None:
-                step = max(0, min(step, deadline - time.monotonic_ns()))
-            result = stage.wait_op(self._op_id, step)
-            if result[0] != ErrorCode.TIMEOUT or step == 0:
-                return result
-            if deadline is not None and time.monotonic_ns() >= deadline:
-                return result
 
     def __repr__(self) -> str:
         name = (

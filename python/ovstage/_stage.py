@@ -36,6 +36,7 @@ from ._hierarchy import _HierarchyMixin
 from ._lib import call, native
 from ._ops import Operation
 from ._query import Filter, Predicate, QueryResult
+from ._waits import wait_sliced
 
 __all__ = ["OrdinalRange", "Stage", "WriteDesc", "library_version"]
 
@@ -44,6 +45,11 @@ H = TypeVar("H", Query, Read, Map, OrdinalQuery)
 
 _UINT64_MAX = (1 << 64) - 1
 _NDARRAY = np.ndarray
+
+
+def _op_finished(wait_op_out: str) -> bool:
+    """Whether a native WaitOp answer is not TIMEOUT ("11 ...")."""
+    return not wait_op_out.startswith("11 ")
 
 
 def library_version() -> tuple[int, int, int]:
@@ -228,7 +234,10 @@ class Stage(_HierarchyMixin):
         op = as_uint64(op_id, "op_id")
         timeout_ns = as_timeout(timeout)
         sid = self._require_live("wait_op")
-        code, lowest, ids = call(native.WaitOp, sid, op, timeout_ns).split(" ")
+        out = call(native.WaitOp, sid, op, 0)  # a finished op answers at once
+        if timeout_ns and out.startswith("11 "):  # TIMEOUT: wait in interruptible slices
+            out = wait_sliced(lambda ns: call(native.WaitOp, sid, op, ns), timeout_ns, _op_finished)
+        code, lowest, ids = out.split(" ")
         if code != "11" and self._holds:
             self._take_sources_done()  # a finished write's source is let go at once
         return int(code), [int(i) for i in ids.split(",")] if ids else [], int(lowest)
@@ -375,8 +384,8 @@ class Stage(_HierarchyMixin):
         """The query's discovered attributes and prim count (waits for the query)."""
         handle = _handle_of(query, Query, "query")
         timeout_ns = as_timeout(timeout)
-        out = call(
-            native.FetchQueryResult, self._require_live("fetch_query_result"), handle, timeout_ns
+        out = self._fetch_when_ready(
+            "fetch_query_result", native.FetchQueryResult, "query", handle, timeout_ns
         )
         count, tokens = out.split(" ")
         attrs = [int(t) for t in tokens.split(",")] if tokens else []
@@ -644,7 +653,7 @@ class Stage(_HierarchyMixin):
     def fetch_map_next(self, map: Map | int, timeout: int = TIMEOUT_INFINITE) -> MapGroup | None:
         """The session's next writable group, or None after the last."""
         mh = _handle_of(map, Map, "map")
-        addr = self._fetch_next("fetch_map_next", native.FetchMapNext, mh, timeout)
+        addr = self._fetch_next("fetch_map_next", native.FetchMapNext, "map", mh, timeout)
         if addr is None:
             return None
         group = MapGroup._from_native(addr, self)
@@ -747,15 +756,33 @@ class Stage(_HierarchyMixin):
             return cls(self, 0, self._rejected(exc))
         return cls(self, int(handle), Operation._accepted(self, int(op_id)))
 
-    def _fetch_next(self, what: str, fn: Any, handle: int, timeout: int) -> int | None:
+    def _fetch_next(self, what: str, fn: Any, kind: str, handle: int, timeout: int) -> int | None:
         """Address of the next group from an iterating fetch, or None at END_OF_ITERATION."""
         timeout_ns = as_timeout(timeout)
         try:
-            return call(fn, self._require_live(what), handle, timeout_ns)
+            return self._fetch_when_ready(what, fn, kind, handle, timeout_ns)
         except OvstageError as exc:
             if exc.code == ErrorCode.END_OF_ITERATION:
                 return None
             raise
+
+    def _fetch_when_ready(self, what: str, fn: Any, kind: str, handle: int, timeout_ns: int) -> Any:
+        """``fn(stage, handle, timeout_ns)``: a fetch of the result of a ``kind`` handle, which
+        raises ``OvstageError(TIMEOUT)`` while there is none, made interruptible by Ctrl-C.
+
+        A ready result costs one poll. Otherwise the wait happens in slices in AwaitHandle,
+        which hands out nothing, and the fetch follows with timeout 0 (raising TIMEOUT itself
+        if the deadline passed first): a Ctrl-C never lands between a fetch that handed out a
+        group and its caller, so the interrupted handle keeps everything for the next call.
+        """
+        sid = self._require_live(what)
+        try:
+            return call(fn, sid, handle, 0)
+        except OvstageError as exc:
+            if exc.code != ErrorCode.TIMEOUT or timeout_ns == 0:
+                raise
+        wait_sliced(lambda ns: call(native.AwaitHandle, sid, kind, handle, ns), timeout_ns)
+        return call(fn, sid, handle, 0)
 
     def fetch_ordinal(
         self, ordinal_query: OrdinalQuery | int, timeout: int = TIMEOUT_INFINITE
@@ -763,7 +790,9 @@ class Stage(_HierarchyMixin):
         """The value of an ordinal query (TIMEOUT raises OvstageError)."""
         handle = _handle_of(ordinal_query, OrdinalQuery, "ordinal_query")
         timeout_ns = as_timeout(timeout)
-        return call(native.FetchOrdinal, self._require_live("fetch_ordinal"), handle, timeout_ns)
+        return self._fetch_when_ready(
+            "fetch_ordinal", native.FetchOrdinal, "ordinal_query", handle, timeout_ns
+        )
 
     def release_ordinal_query(self, ordinal_query: OrdinalQuery | int) -> Operation:
         """Enqueue the release of an ordinal query."""
@@ -811,7 +840,7 @@ class Stage(_HierarchyMixin):
     ) -> ReadGroup | None:
         """The read's next group, or None after the last one."""
         rh = _handle_of(read, Read, "read")
-        addr = self._fetch_next("fetch_read_next", native.FetchReadNext, rh, timeout)
+        addr = self._fetch_next("fetch_read_next", native.FetchReadNext, "read", rh, timeout)
         if addr is None:
             return None
         return ReadGroup(ReadGroupRaw.from_address(addr), self)

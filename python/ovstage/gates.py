@@ -27,12 +27,11 @@ Typical use::
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Iterator
 
-from ._errors import TIMEOUT_INFINITE
 from ._guards import as_timeout, as_uint
 from ._lib import call, native
+from ._waits import wait_sliced
 
 __all__ = [
     "Gate",
@@ -43,8 +42,6 @@ __all__ = [
     "write_gate",
 ]
 
-# Longest single native wait, so Ctrl-C stays responsive.
-_SLICE_NS = 50_000_000
 # Default wait_until_entered timeout: 5 s (a test never hangs on a gate nobody enters).
 _DEFAULT_TIMEOUT_NS = 5_000_000_000
 
@@ -88,15 +85,9 @@ class Gate:
         """
         timeout_ns = as_timeout(timeout)
         n = as_uint(count, "count", 31)
-        deadline = None if timeout_ns == TIMEOUT_INFINITE else time.monotonic_ns() + timeout_ns
-        while True:
-            step = _SLICE_NS
-            if deadline is not None:
-                step = max(0, min(step, deadline - time.monotonic_ns()))
-            if call(native.GateWaitUntilEntered, self.name, n, step):
-                return True
-            if deadline is not None and time.monotonic_ns() >= deadline:
-                return False
+        return bool(
+            wait_sliced(lambda ns: call(native.GateWaitUntilEntered, self.name, n, ns), timeout_ns)
+        )
 
     def __repr__(self) -> str:
         return f"Gate({self.name!r}, entered={self.entered_count()})"

@@ -399,9 +399,10 @@ def test_export_outlives_group_and_stage_and_frees_on_any_thread(fake) -> None:
 
     # The consumer drops its tensor on another thread: the free makes the context current
     # there (the fake counts a free without a current context as misuse).
-    worker = threading.Thread(target=run_deleter, args=(managed, addr))
+    worker = threading.Thread(target=run_deleter, args=(managed, addr), daemon=True)
     worker.start()
-    worker.join()
+    worker.join(timeout=60)
+    assert not worker.is_alive()
     assert fake.stat("free") == frees + 1
 
 

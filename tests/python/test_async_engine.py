@@ -330,6 +330,7 @@ def test_shuffled_ordinals_from_many_threads_equal_serialized_execution(
             t.start()
         for t in workers_threads:
             t.join(timeout=120)
+            assert not t.is_alive()
         for op in ops:
             op.wait()
         stage.advance_write_floor(ordinals).wait()

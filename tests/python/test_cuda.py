@@ -280,7 +280,9 @@ def test_extension_has_no_cuda_library_among_its_dependencies() -> None:
     allowed = {"libc.so.6", "libdl.so.2", "libpthread.so.0", "libm.so.6", "ld-linux-x86-64.so.2"}
     assert set(needed) <= allowed, f"unexpected dependencies: {needed}"
     if shutil.which("readelf"):
-        out = subprocess.run(["readelf", "-d", str(so)], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            ["readelf", "-d", str(so)], capture_output=True, text=True, check=True, timeout=60
+        )
         listed = [
             line.split("[")[1].rstrip("]") for line in out.stdout.splitlines() if "(NEEDED)" in line
         ]
@@ -315,7 +317,9 @@ def fake_driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("fakecuda") / "libfakecuda.so"
     src = ROOT / "core" / "cuda" / "testdata" / "fakecuda.c"
     subprocess.run(
-        [cc, "-shared", "-fPIC", "-O1", "-o", str(out), str(src), "-lpthread"], check=True
+        [cc, "-shared", "-fPIC", "-O1", "-o", str(out), str(src), "-lpthread"],
+        check=True,
+        timeout=120,
     )
     return out
 

@@ -155,7 +155,7 @@ def test_flush_times_out_while_the_callback_is_busy_then_drains(stage) -> None:
 
     def slow(severity: LogSeverity, timestamp: float, message: str) -> None:
         entered.set()
-        release.wait()
+        release.wait(FLUSH / 1e9)  # bounded: a failing test must not block the dispatcher
         rec(severity, timestamp, message)
 
     ovstage.set_log_callback(slow, LogSeverity.INFO)
@@ -187,11 +187,12 @@ def test_messages_are_delivered_serially_in_order_on_one_thread(stage) -> None:
 
     ovstage.set_log_callback(serial, LogSeverity.INFO)
     names = [f"s{i}" for i in range(20)]
-    threads = [threading.Thread(target=lifecycle, args=(n,)) for n in names]
+    threads = [threading.Thread(target=lifecycle, args=(n,), daemon=True) for n in names]
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(timeout=120)
+        assert not t.is_alive()
     assert ovstage.flush_log(FLUSH)
     assert not overlap
     assert len(rec.threads) == 1
@@ -226,16 +227,17 @@ def test_clearing_delivers_pending_messages_then_stops(stage) -> None:
 
     def gated(severity: LogSeverity, timestamp: float, message: str) -> None:
         entered.set()
-        release.wait()
+        release.wait(FLUSH / 1e9)  # bounded: a failing test must not block the dispatcher
         rec(severity, timestamp, message)
 
     ovstage.set_log_callback(gated, LogSeverity.INFO)
     lifecycle("pending")
     assert entered.wait(FLUSH / 1e9)
-    clearer = threading.Thread(target=ovstage.set_log_callback, args=(None,))
+    clearer = threading.Thread(target=ovstage.set_log_callback, args=(None,), daemon=True)
     clearer.start()
     release.set()
-    clearer.join()
+    clearer.join(timeout=120)
+    assert not clearer.is_alive()
     assert len(rec.messages("ovstage.stage")) == 2, "clearing flushed what was queued"
     lifecycle("after clear")
     assert ovstage.flush_log(0), "no callback: trivially drained"
@@ -249,7 +251,7 @@ def test_a_replaced_callback_still_gets_what_was_queued_for_it(stage) -> None:
 
     def gated(severity: LogSeverity, timestamp: float, message: str) -> None:
         entered.set()
-        release.wait()
+        release.wait(FLUSH / 1e9)  # bounded: a failing test must not block the dispatcher
         first(severity, timestamp, message)
 
     ovstage.set_log_callback(gated, LogSeverity.INFO)

@@ -6,13 +6,17 @@ timeouts, so a regression can never hang the suite.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -58,6 +62,27 @@ def test_spawn_and_forkserver_children_run_their_own_stage() -> None:
     ]
 
 
+class LineReader:
+    """Lines of a child's stdout, read on a daemon thread so each read has a timeout."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._lines: queue.Queue[str] = queue.Queue()
+        self._thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _pump(self, stream: IO[str]) -> None:
+        with contextlib.suppress(ValueError, OSError):  # the test closed the stream
+            for line in stream:
+                self._lines.put(line)
+        self._lines.put("")  # end of stream
+
+    def next(self, timeout: float = 60) -> str:
+        try:
+            return self._lines.get(timeout=timeout).strip()
+        except queue.Empty:
+            raise AssertionError(f"the child printed nothing for {timeout} s") from None
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_ctrl_c_interrupts_a_blocked_wait_promptly() -> None:
     proc = subprocess.Popen(
@@ -68,20 +93,21 @@ def test_ctrl_c_interrupts_a_blocked_wait_promptly() -> None:
     )
     try:
         assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "ready"
+        lines = LineReader(proc.stdout)
+        assert lines.next() == "ready"
         time.sleep(0.2)  # let the main thread settle inside Operation.wait()
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        line = proc.stdout.readline().strip()
+        line = lines.next()
         latency = time.monotonic() - sent
         assert line == "interrupted"
         assert latency < 0.5, f"KeyboardInterrupt took {latency:.3f} s"
-        assert proc.stdout.readline().strip() == "clean exit"
+        assert lines.next() == "clean exit"
         assert proc.wait(timeout=60) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            proc.wait(timeout=60)
         if proc.stdout:
             proc.stdout.close()
         if proc.stderr:

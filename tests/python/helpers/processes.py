@@ -9,7 +9,8 @@ create their own stage, write, seal and read. Prints one JSON line per method.
 
 ``python processes.py sigint``: prints ``ready`` once a write is held by the write gate, then
 blocks in ``Operation.wait()``; on SIGINT prints ``interrupted``, releases the gate and exits
-cleanly.
+cleanly. It installs SIGINT's handler itself: started from a shell that ignores SIGINT (a
+background job), CPython leaves it ignored.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import time
 from typing import Any
@@ -126,6 +128,7 @@ def spawn_scenario() -> None:
 
 
 def sigint_scenario() -> None:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     stage, plist, query = make_stage("sigint")
     gates.write_gate.reset()
     gates.write_gate.enable()
