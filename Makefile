@@ -7,7 +7,7 @@ PIP := $(PYTHON) -m pip
 export PIP_ROOT_USER_ACTION := ignore
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test bench lint build install clean gpu-bundle
+.PHONY: demo test bench lint build install clean gpu-bundle libovstage
 
 # Editable install with the test tools; (re)builds the Go extension with gopy.
 install:
@@ -19,8 +19,22 @@ build:
 demo: install
 	$(PYTHON) examples/python/minimal/main.py
 
+# The C library (docs/c-api.md): build/lib/libovstage.so exporting exactly the 53 functions of
+# the C API (capi/exports.map), and the headers copied to build/include/. The build identity
+# reported by ovstage_get_build_info comes from git.
+LIB_GIT_HASH := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+LIB_GIT_BRANCH := $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo local)
+LIB_LDFLAGS := -X main.gitHash=$(LIB_GIT_HASH) -X main.gitBranch=$(LIB_GIT_BRANCH) \
+	-extldflags '-Wl,--version-script=$(CURDIR)/capi/exports.map -Wl,-soname,libovstage.so'
+
+libovstage:
+	@mkdir -p build/lib build/include
+	$(GO) build -buildmode=c-shared -ldflags "$(LIB_LDFLAGS)" -o build/lib/libovstage.so ./capi
+	@rm -f build/lib/libovstage.h  # cgo's header of the Go exports, not the API
+	cp -R include/. build/include/
+
 # Handles a test forgets to release fail the suite (-W error::ResourceWarning).
-test: install
+test: install libovstage
 	$(GO) vet ./...
 	$(GO) test -race ./...
 	$(PYTHON) -m pytest -q -W error::ResourceWarning tests/python
