@@ -22,6 +22,7 @@ void ovs_wait_add(uint64_t op_id, const char* text, size_t length);
 void ovs_wait_fill(ovstage_op_wait_result_t* out, uint64_t lowest_pending);
 void ovs_wait_forget(uintptr_t context, uint64_t op_id);
 int ovs_in_log_callback(void);
+void ovs_retain_forever(void* p); /* library-lifetime allocations */
 
 /* Trampolines Go calls to reach host code. */
 void ovs_invoke_log(uintptr_t callback, int32_t severity, double timestamp, const char* text,

@@ -290,6 +290,7 @@ func tokenText(tok uint64, s string) *C.char {
 		tokenTexts.m = map[uint64]*C.char{}
 	}
 	p := C.CString(s)
+	C.ovs_retain_forever(unsafe.Pointer(p))
 	tokenTexts.m[tok] = p
 	return p
 }

@@ -36,7 +36,9 @@ func buildField(s string) string {
 
 // libraryString is a NUL-terminated copy that lives as long as the library.
 func libraryString(s string) C.ovx_string_t {
-	return C.ovx_string_t{ptr: C.CString(s), length: C.size_t(len(s))}
+	p := C.CString(s)
+	C.ovs_retain_forever(unsafe.Pointer(p))
+	return C.ovx_string_t{ptr: p, length: C.size_t(len(s))}
 }
 
 //export ovsgo_build_info

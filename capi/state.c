@@ -234,3 +234,28 @@ void ovs_invoke_log(uintptr_t callback, int32_t severity, double timestamp, cons
         st->in_log_callback = 0;
     }
 }
+
+/*
+ * Allocations that live as long as the library (the token texts get_strings_from_tokens hands
+ * out): kept reachable from C so leak checkers see them as held, not lost.
+ */
+static void** retained;
+static size_t retained_count, retained_capacity;
+static pthread_mutex_t retained_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void ovs_retain_forever(void* p)
+{
+    pthread_mutex_lock(&retained_mu);
+    if (retained_count == retained_capacity) {
+        size_t cap = retained_capacity == 0 ? 64 : 2 * retained_capacity;
+        void** grown = (void**)realloc(retained, cap * sizeof *grown);
+        if (grown != NULL) {
+            retained = grown;
+            retained_capacity = cap;
+        }
+    }
+    if (retained_count < retained_capacity) {
+        retained[retained_count++] = p;
+    }
+    pthread_mutex_unlock(&retained_mu);
+}
