@@ -118,11 +118,11 @@ func check(entries []Entry) (overrides, error) {
 	seen := map[[2]int32]int{}
 	for i, e := range entries {
 		if e.Type < 0 || e.Type >= keyTypeCount {
-			return o, invalid("config.entries[%d]: key_type %d is not a configuration key type (BOOL=0 .. BLOB=5)", i, int32(e.Type))
+			return o, invalid("config->entries[%d]: key_type %d is not a configuration key type (BOOL=0 .. BLOB=5)", i, int32(e.Type))
 		}
 		k := [2]int32{int32(e.Type), e.Key}
 		if j, dup := seen[k]; dup {
-			return o, invalid("config.entries[%d] repeats the %s key %d of config.entries[%d]", i, e.Type, e.Key, j)
+			return o, invalid("config->entries[%d] repeats the %s key %d of config->entries[%d]", i, e.Type, e.Key, j)
 		}
 		seen[k] = i
 		switch {
@@ -132,9 +132,9 @@ func check(entries []Entry) (overrides, error) {
 				o.model = e.Uint
 			case ModelRuntimeDefault: // no override
 			case ModelInvalid:
-				return o, invalid("config.entries[%d]: hierarchy computation model 0 (INVALID) is not a model (%s)", i, modelNames)
+				return o, invalid("config->entries[%d]: hierarchy computation model 0 (INVALID) is not a model (%s)", i, modelNames)
 			default:
-				return o, invalid("config.entries[%d]: hierarchy computation model %d is not a model (%s)", i, e.Uint, modelNames)
+				return o, invalid("config->entries[%d]: hierarchy computation model %d is not a model (%s)", i, e.Uint, modelNames)
 			}
 		case e.Type == KeyUint64 && e.Key == KeyAdmissionPolicy:
 			switch e.Uint {
@@ -143,14 +143,14 @@ func check(entries []Entry) (overrides, error) {
 			case PolicyDefault: // no override
 			case PolicyNondecreasing, PolicyStrictlyIncreasing:
 				return o, status.Errorf(status.NotSupported,
-					"config.entries[%d]: ordinal admission policy %d is not in this build: %s", i, e.Uint, engineAdmissionExplanation)
+					"config->entries[%d]: ordinal admission policy %d is not in this build: %s", i, e.Uint, engineAdmissionExplanation)
 			default:
-				return o, invalid("config.entries[%d]: ordinal admission policy %d is not a policy (%s)", i, e.Uint, policyNames)
+				return o, invalid("config->entries[%d]: ordinal admission policy %d is not a policy (%s)", i, e.Uint, policyNames)
 			}
 		case e.Type == KeyString && e.Key == KeyBinaryPackageRootPath:
 			// Read by the static loader; a shared library ignores it.
 		default:
-			return o, invalid("config.entries[%d]: key %d is not a %s configuration key", i, e.Key, e.Type)
+			return o, invalid("config->entries[%d]: key %d is not a %s configuration key", i, e.Key, e.Type)
 		}
 	}
 	return o, nil
