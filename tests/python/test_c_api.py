@@ -42,8 +42,13 @@ def library() -> Path:
     env = dict(os.environ)
     env.setdefault("GO", shutil.which("go") or "go")
     proc = subprocess.run(
-        [MAKE, "-s", "libovstage"], cwd=REPO, env=env, capture_output=True, text=True,
-        timeout=600, check=False,
+        [MAKE, "-s", "libovstage"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert proc.returncode == 0, f"make libovstage failed:\n{proc.stdout}{proc.stderr}"
     assert LIB.is_file() and (INCLUDE / "ovstage" / "ovstage.h").is_file()
@@ -54,8 +59,16 @@ def library() -> Path:
 def c_test(library: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     exe = tmp_path_factory.mktemp("capi") / "capi_test"
     cmd = [
-        str(CC), *C_FLAGS, f"-I{INCLUDE}", str(C_TEST), f"-L{library.parent}", "-lovstage",
-        "-lpthread", f"-Wl,-rpath,{library.parent}", "-o", str(exe),
+        str(CC),
+        *C_FLAGS,
+        f"-I{INCLUDE}",
+        str(C_TEST),
+        f"-L{library.parent}",
+        "-lovstage",
+        "-lpthread",
+        f"-Wl,-rpath,{library.parent}",
+        "-o",
+        str(exe),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
     assert proc.returncode == 0, f"building the C tests failed:\n{proc.stdout}{proc.stderr}"
@@ -68,8 +81,11 @@ def test_library_exports_exactly_the_api(library: Path) -> None:
     want = {entry[0] for entry in table["functions"]}
     assert len(want) == 53
     out = subprocess.run(
-        [str(NM), "-D", "--defined-only", str(library)], capture_output=True, text=True,
-        timeout=60, check=True,
+        [str(NM), "-D", "--defined-only", str(library)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     ).stdout
     exported = {line.split()[-1] for line in out.splitlines() if line.strip()}
     assert exported == want, f"missing {sorted(want - exported)}, extra {sorted(exported - want)}"
