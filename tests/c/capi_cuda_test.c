@@ -89,6 +89,7 @@ int main(int argc, char** argv)
         CHECK(re.status == OVSTAGE_OK);
         CHECK(ovstage_fetch_read_next(inst, r, OVSTAGE_TIMEOUT_INFINITE, &g) == OVSTAGE_OK);
         CHECK(g.data.tensor_count == 1);
+        CHECK(g.data.cuda_sync.wait_event != 0); /* readers wait for the version's ready event */
         if (g.data.tensor_count == 1) {
             const DLTensor* rt = &g.data.tensors[0];
             CHECK(rt->device.device_type == kDLCUDA && rt->device.device_id == 0);
