@@ -423,6 +423,18 @@ func TestResults(t *testing.T) {
 	defer models.Free()
 	assert.Equal(t, []modelView{{1, "cpu", "d1"}, {4, "", ""}}, viewModels(models.Ptr(), 2))
 
+	storage := []uint64{7, 3}
+	wr := make([]byte, WaitResultSize)
+	PutWaitResult(unsafe.Pointer(&wr[0]), unsafe.Pointer(&storage[0]), 2, 0)
+	ids, lowest, _ := viewWaitResult(unsafe.Pointer(&wr[0]))
+	assert.Equal(t, []uint64{7, 3}, ids)
+	assert.Zero(t, lowest)
+	PutWaitResult(unsafe.Pointer(&wr[0]), unsafe.Pointer(&storage[0]), 0, 9)
+	ids, lowest, nilIDs := viewWaitResult(unsafe.Pointer(&wr[0]))
+	assert.Empty(t, ids)
+	assert.True(t, nilIDs, "no failed ops: error_op_ids is NULL")
+	assert.Equal(t, uint64(9), lowest)
+
 	out := make([]byte, CloneResultSize)
 	PutCloneResult(unsafe.Pointer(&out[0]), CloneReport{Ordinal: 3, TargetCount: 2, SourcePrimCount: 5, PrimsCloned: 10})
 	assert.Equal(t, CloneReport{3, 2, 5, 10}, viewCloneResult(unsafe.Pointer(&out[0])))

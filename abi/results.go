@@ -138,6 +138,21 @@ func stringIn(b Block, off uintptr, s string) C.ovx_string_t {
 	return C.ovx_string_t{ptr: (*C.char)(dst), length: C.size_t(len(s))}
 }
 
+// WaitResultSize is sizeof(ovstage_op_wait_result_t).
+var WaitResultSize = unsafe.Sizeof(C.ovstage_op_wait_result_t{})
+
+// PutWaitResult writes an ovstage_op_wait_result_t to out: the n failed op ids at ids (storage
+// the caller keeps valid as long as the result is) and the lowest pending op id.
+func PutWaitResult(out unsafe.Pointer, ids unsafe.Pointer, n int, lowestPending uint64) {
+	wr := (*C.ovstage_op_wait_result_t)(out)
+	wr.error_op_ids, wr.error_op_id_count = nil, 0
+	if n > 0 {
+		wr.error_op_ids = (*C.ovstage_op_id_t)(ids)
+		wr.error_op_id_count = C.size_t(n)
+	}
+	wr.lowest_pending_op_id = C.ovstage_op_id_t(lowestPending)
+}
+
 // CloneReport is the completion report of a clone (ovstage_clone_result_t).
 type CloneReport struct {
 	Ordinal         uint64

@@ -450,3 +450,11 @@ func viewCloneResult(p unsafe.Pointer) CloneReport {
 
 // sizeofConfig is sizeof(ovstage_config_t), for tests that copy a config view.
 var sizeofConfig = unsafe.Sizeof(C.ovstage_config_t{})
+
+func viewWaitResult(p unsafe.Pointer) (ids []uint64, lowest uint64, nilIDs bool) {
+	wr := (*C.ovstage_op_wait_result_t)(p)
+	if wr.error_op_ids != nil {
+		ids = append([]uint64(nil), unsafe.Slice((*uint64)(unsafe.Pointer(wr.error_op_ids)), int(wr.error_op_id_count))...)
+	}
+	return ids, uint64(wr.lowest_pending_op_id), wr.error_op_ids == nil
+}

@@ -19,7 +19,7 @@ void ovs_set_last_error(const char* text, size_t length);
 void ovs_set_population_error(const char* text);
 void ovs_wait_reset(uintptr_t context);
 void ovs_wait_add(uint64_t op_id, const char* text, size_t length);
-void ovs_wait_fill(ovstage_op_wait_result_t* out, uint64_t lowest_pending);
+const uint64_t* ovs_wait_ids(size_t* count); /* the ids ovs_wait_add recorded */
 void ovs_wait_forget(uintptr_t context, uint64_t op_id);
 int ovs_in_log_callback(void);
 void ovs_retain_forever(void* p); /* library-lifetime allocations */

@@ -14,16 +14,9 @@ static ovstage_api_status_t slot_wait_op(ovstage_context_t* context, ovstage_op_
                                          ovstage_timeout_ns_t timeout,
                                          ovstage_op_wait_result_t* out_wait_result)
 {
-    uint64_t lowest = 0;
-    ovstage_api_status_t status;
     ovs_enter();
     ovs_wait_reset(CTX(context));
-    status = (ovstage_api_status_t)ovsgo_wait_op(CTX(context), op_id, timeout,
-                                                 out_wait_result != NULL, &lowest);
-    if (out_wait_result != NULL) {
-        ovs_wait_fill(out_wait_result, lowest);
-    }
-    return status;
+    return (ovstage_api_status_t)ovsgo_wait_op(CTX(context), op_id, timeout, out_wait_result);
 }
 
 static ovstage_api_status_t slot_release_op(ovstage_context_t* context, ovstage_op_id_t op_id)

@@ -66,6 +66,14 @@ func targetFor(gen uint64) (logTarget, bool) {
 func dispatchLogs(done chan struct{}) {
 	runtime.LockOSThread()
 	defer close(done)
+	defer func() { // delivery stops; the next set_log_callback starts a new dispatcher
+		if r := recover(); r != nil {
+			_ = recovered("log dispatcher", r)
+			logging.mu.Lock()
+			logging.running = false
+			logging.mu.Unlock()
+		}
+	}()
 	bus := logbus.Global()
 	ack := uint64(0)
 	for {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/ovstage-go/ovstage/abi"
 	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/status"
 )
@@ -23,16 +24,24 @@ import (
 //   - release_op of a pending op is refused with OP_FAILED and the op stays tracked;
 //     release_op(0) is INVALID_ARGUMENT, an unknown id INVALID_HANDLE.
 
+// putWaitResult fills the caller's ovstage_op_wait_result_t from this thread's storage.
+func putWaitResult(out unsafe.Pointer, lowest uint64) {
+	var n C.size_t
+	ids := C.ovs_wait_ids(&n)
+	abi.PutWaitResult(out, unsafe.Pointer(ids), int(n), lowest)
+}
+
 //export ovsgo_wait_op
-func ovsgo_wait_op(ctx C.uintptr_t, op, timeout C.uint64_t, hasOut C.int, lowest *C.uint64_t) (code C.int) {
+func ovsgo_wait_op(ctx C.uintptr_t, op, timeout C.uint64_t, out unsafe.Pointer) (code C.int) {
 	const fn = "wait_op"
 	defer guard(fn, &code)
+	if out == nil {
+		return fail(fn, invalid("out_wait_result is NULL"))
+	}
+	abi.Zero(out, abi.WaitResultSize)
 	in, err := byContext(ctx)
 	if err != nil {
 		return fail(fn, err)
-	}
-	if hasOut == 0 {
-		return fail(fn, invalid("out_wait_result is NULL"))
 	}
 	if op == 0 {
 		return fail(fn, invalid("op id 0 is never a valid op"))
@@ -42,7 +51,7 @@ func ovsgo_wait_op(ctx C.uintptr_t, op, timeout C.uint64_t, hasOut C.int, lowest
 		return fail(fn, invalid("%s", status.MessageOf(err)))
 	}
 	if res.Status == status.Timeout {
-		*lowest = C.uint64_t(res.LowestPending)
+		putWaitResult(out, res.LowestPending)
 		return fail(fn, status.Errorf(status.Timeout, "op %d is still pending (lowest pending op of its chain: %d)", op, res.LowestPending))
 	}
 	if !slices.Contains(res.ErrorOpIDs, uint64(op)) {
@@ -52,6 +61,7 @@ func ovsgo_wait_op(ctx C.uintptr_t, op, timeout C.uint64_t, hasOut C.int, lowest
 		text := in.stage.LastOpError(id)
 		C.ovs_wait_add(C.uint64_t(id), (*C.char)(unsafe.Pointer(unsafe.StringData(text))), C.size_t(len(text)))
 	}
+	putWaitResult(out, 0)
 	return fail(fn, status.Errorf(status.OpFailed, "op %d failed: %s", op, in.stage.LastOpError(res.ErrorOpIDs[0])))
 }
 

@@ -173,16 +173,11 @@ void ovs_wait_add(uint64_t op_id, const char* text, size_t length)
     st->wait_count++;
 }
 
-void ovs_wait_fill(ovstage_op_wait_result_t* out, uint64_t lowest_pending)
+const uint64_t* ovs_wait_ids(size_t* count)
 {
     ovs_thread_state_t* st = tls;
-    out->error_op_ids = NULL;
-    out->error_op_id_count = 0;
-    out->lowest_pending_op_id = lowest_pending;
-    if (st != NULL && st->wait_count > 0) {
-        out->error_op_ids = st->wait_ids;
-        out->error_op_id_count = st->wait_count;
-    }
+    *count = st != NULL ? st->wait_count : 0;
+    return st != NULL ? st->wait_ids : NULL;
 }
 
 void ovs_wait_forget(uintptr_t context, uint64_t op_id)
