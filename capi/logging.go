@@ -24,8 +24,10 @@ import (
 
 // Log delivery: the engine queues messages on the process-wide bus; one dispatcher goroutine,
 // locked to its own OS thread, pulls them and calls the host's callback through a C trampoline,
-// one message at a time and holding no lock. A message goes to the callback that was installed
-// when the engine accepted it (the bus's configuration generation).
+// one message at a time and holding no engine lock. A message goes to the callback that was
+// installed when the engine accepted it (the bus's configuration generation). Replacing or
+// clearing the callback first delivers what is queued, and once it returns the previous
+// callback is never called again (the host may free its user_data).
 
 type logTarget struct {
 	callback C.uintptr_t
@@ -33,11 +35,14 @@ type logTarget struct {
 }
 
 var logging struct {
-	mu       sync.Mutex
-	targets  map[uint64]logTarget // by configuration generation
-	running  bool
-	done     chan struct{} // closed when the dispatcher exits
-	inflight atomic.Uint64 // sequence number being delivered (0: none)
+	mu sync.Mutex
+	// delivering is held for reading while a callback runs: taking it for writing waits out a
+	// delivery that looked up a target before it was replaced.
+	delivering sync.RWMutex
+	targets    map[uint64]logTarget // by configuration generation
+	running    bool
+	done       chan struct{} // closed when the dispatcher exits
+	inflight   atomic.Uint64 // sequence number being delivered (0: none)
 }
 
 // Longest single wait of an idle dispatcher (disabling the bus wakes it at once).
@@ -89,10 +94,12 @@ func dispatchLogs(done chan struct{}) {
 			logging.mu.Unlock()
 			continue
 		}
+		logging.delivering.RLock()
 		if t, found := targetFor(m.Gen); found {
 			logging.inflight.Store(m.Seq)
 			deliver(t, m)
 		}
+		logging.delivering.RUnlock()
 		ack = m.Seq
 		logging.inflight.Store(0)
 	}
@@ -137,26 +144,44 @@ func ovsgo_set_log_callback(severity C.int32_t, filter unsafe.Pointer, callback 
 		return fail(fn, status.Errorf(status.OpFailed,
 			"logging needs a bootstrapped runtime: call ovstage_initialize or create an instance first"))
 	}
+	// Checked before anything changes: a bad argument leaves the current callback in place.
+	if !logbus.Severity(severity).Valid() {
+		return fail(fn, invalid("severity %d is not a log severity (VERBOSE=-2, INFO=-1, WARNING=0, ERROR=1, NONE=3)", severity))
+	}
+	if _, err := logbus.ParseFilter(text); err != nil {
+		return fail(fn, configError(err))
+	}
+	bus := logbus.Global()
+	if inCallback == 0 {
+		bus.Flush(0, -1) // what is queued goes to the callback it was queued for
+	}
 	logging.mu.Lock()
-	defer logging.mu.Unlock()
-	gen, err := logbus.Global().Configure(logbus.Severity(severity), text)
+	gen, err := bus.Configure(logbus.Severity(severity), text)
 	if err != nil {
-		var ce *logbus.ConfigError
-		if errors.As(err, &ce) {
-			return fail(fn, invalid("%s", ce.Message))
-		}
-		return fail(fn, err)
+		logging.mu.Unlock()
+		return fail(fn, configError(err))
 	}
-	if logging.targets == nil {
-		logging.targets = map[uint64]logTarget{}
-	}
-	logging.targets[gen] = logTarget{callback: callback, userData: uintptr(userData)}
+	logging.targets = map[uint64]logTarget{gen: {callback: callback, userData: uintptr(userData)}}
 	if !logging.running {
 		logging.running = true
 		logging.done = make(chan struct{})
 		go dispatchLogs(logging.done)
 	}
+	logging.mu.Unlock()
+	if inCallback == 0 {
+		logging.delivering.Lock() // a delivery to the previous callback still running ends first
+		logging.delivering.Unlock()
+	}
 	return 0
+}
+
+// configError is a bus configuration error as INVALID_ARGUMENT.
+func configError(err error) error {
+	var ce *logbus.ConfigError
+	if errors.As(err, &ce) {
+		return invalid("%s", ce.Message)
+	}
+	return err
 }
 
 // clearLogCallback delivers what is queued (unless called from the callback, which cannot

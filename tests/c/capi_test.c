@@ -1871,6 +1871,45 @@ static void test_logging(void)
     CHECK(sink.flush_inside == sink.count);
     pthread_mutex_unlock(&sink.mu);
 
+    /* Replacing the callback: once the call returns the previous one is never called again. */
+    {
+        log_sink_t second;
+        int first_count;
+        memset(&second, 0, sizeof second);
+        pthread_mutex_init(&second.mu, NULL);
+        second.caller = pthread_self();
+        if (h != NULL) {
+            h->write_gate_fail_next();
+            e = write_f32(&s, q, "x", 1, v, 3); /* logged for the first callback */
+            CHECK_STATUS(ovstage_wait_op(s.inst, e.op_index, OVSTAGE_TIMEOUT_INFINITE, &w), OVSTAGE_ERROR_OP_FAILED);
+            CHECK_STATUS(ovstage_release_op(s.inst, e.op_index), OVSTAGE_OK);
+        }
+        CHECK_STATUS(ovstage_set_log_callback(OVSTAGE_LOG_NONE, &filter, log_callback, &second), OVSTAGE_OK);
+        pthread_mutex_lock(&sink.mu);
+        first_count = sink.count;
+        pthread_mutex_unlock(&sink.mu);
+        CHECK(first_count >= 2); /* what was queued went to the first callback */
+        if (h != NULL) {
+            h->write_gate_fail_next();
+            e = write_f32(&s, q, "x", 1, v, 3);
+            CHECK_STATUS(ovstage_wait_op(s.inst, e.op_index, OVSTAGE_TIMEOUT_INFINITE, &w), OVSTAGE_ERROR_OP_FAILED);
+            CHECK_STATUS(ovstage_release_op(s.inst, e.op_index), OVSTAGE_OK);
+            h->write_gate_reset();
+        }
+        CHECK_STATUS(ovstage_flush_log(OVSTAGE_TIMEOUT_INFINITE), OVSTAGE_OK);
+        pthread_mutex_lock(&sink.mu);
+        CHECK(sink.count == first_count);
+        pthread_mutex_unlock(&sink.mu);
+        pthread_mutex_lock(&second.mu);
+        CHECK(second.count >= 1 && second.saw_ops_channel);
+        pthread_mutex_unlock(&second.mu);
+        /* A bad filter leaves the current callback in place. */
+        CHECK_STATUS(ovstage_set_log_callback(OVSTAGE_LOG_WARNING, &bad_filter, log_callback, &sink),
+                     OVSTAGE_ERROR_INVALID_ARGUMENT);
+        CHECK_STATUS(ovstage_set_log_callback(OVSTAGE_LOG_WARNING, NULL, NULL, NULL), OVSTAGE_OK);
+        pthread_mutex_destroy(&second.mu);
+    }
+
     /* NULL flushes and disables: no call afterwards. */
     CHECK_STATUS(ovstage_set_log_callback(OVSTAGE_LOG_WARNING, NULL, NULL, NULL), OVSTAGE_OK);
     pthread_mutex_lock(&sink.mu);
