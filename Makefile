@@ -33,7 +33,7 @@ libovstage: build/lib/libovstage.so
 
 build/lib/libovstage.so: $(LIB_SOURCES)
 	@mkdir -p build/lib build/include
-	$(GO) build -buildmode=c-shared -ldflags "$(LIB_LDFLAGS)" -o $@ ./capi
+	$(GO) build -buildvcs=false -buildmode=c-shared -ldflags "$(LIB_LDFLAGS)" -o $@ ./capi
 	@rm -f build/lib/libovstage.h  # cgo's header of the Go exports, not the API
 	rm -rf build/include && cp -R include build/include
 
@@ -43,7 +43,7 @@ build/lib/libovstage.so: $(LIB_SOURCES)
 CC ?= cc
 capi-asan:
 	@mkdir -p build/asan
-	$(GO) build -asan -buildmode=c-shared -ldflags "$(LIB_LDFLAGS)" -o build/asan/libovstage.so ./capi
+	$(GO) build -buildvcs=false -asan -buildmode=c-shared -ldflags "$(LIB_LDFLAGS)" -o build/asan/libovstage.so ./capi
 	$(CC) -std=c11 -D_GNU_SOURCE -g -Wall -Wextra -Werror -fsanitize=address,undefined \
 		-fno-sanitize-recover=all -Iinclude tests/c/capi_test.c -Lbuild/asan -lovstage -lpthread \
 		-Wl,-rpath,$(CURDIR)/build/asan -o build/asan/capi_test
