@@ -1,0 +1,131 @@
+package abi
+
+/*
+#include <ovstage/ovstage.h>
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/ovstage-go/ovstage/core"
+)
+
+// Attribute modes (ovstage_attribute_mode_t).
+const (
+	AttributeModeReject = 0
+	AttributeModeForce  = 1
+)
+
+// checkAttributeMode accepts REJECT, the engine's only behaviour: a FORCE schema replacement is
+// not in the engine yet.
+func checkAttributeMode(mode uint32, name string) error {
+	switch mode {
+	case AttributeModeReject:
+		return nil
+	case AttributeModeForce:
+		return notSupported("%s FORCE (1) is not in this build: a write or map with a different schema "+
+			"is rejected as with REJECT (0); delete the attribute first to change its schema", name)
+	}
+	return invalid("%s %d is not REJECT (0) or FORCE (1)", name, mode)
+}
+
+// decodeData fills req from the ovstage_write_data_t d. index_map and mask are read in place
+// (count entries and ceil(count/64) words): the caller keeps them, like the tensors, until the
+// op completes.
+func decodeData(d *C.ovstage_write_data_t, prefix string, req *core.WriteRequest, firstUse map[unsafe.Pointer]string) error {
+	tensors, err := tensorsOf(d, prefix, firstUse)
+	if err != nil {
+		return err
+	}
+	req.Tensors = tensors
+	req.Count = uint32(d.count)
+	if d.index_map != nil {
+		req.HasIndexMap = true
+		req.IndexMap = unsafe.Slice((*uint32)(unsafe.Pointer(d.index_map)), int(d.count))
+	}
+	if d.mask != nil {
+		req.HasMask = true
+		req.Mask = unsafe.Slice((*uint64)(unsafe.Pointer(d.mask)), (int(d.count)+63)/64)
+	}
+	req.Sync = core.CudaSync{Stream: uintptr(d.cuda_sync.stream), Event: uintptr(d.cuda_sync.wait_event)}
+	req.Semantic = int32(d.semantic)
+	req.IsArray = bool(d.is_array)
+	return checkAttributeMode(uint32(d.attribute_mode), prefix+".attribute_mode")
+}
+
+// attributeOf sets the token or name of a write's attribute.
+func attributeOf(p unsafe.Pointer, name string, req *core.WriteRequest) error {
+	tok, s, err := StringOrToken(p, name)
+	if err != nil {
+		return err
+	}
+	if tok == 0 && s == "" {
+		return invalid("%s is empty: give a non-zero token or a non-empty string", name)
+	}
+	req.AttrToken, req.AttrName = tok, s
+	return nil
+}
+
+// Write decodes write_attribute's arguments: attribute (ovx_string_or_token_t*), data
+// (ovstage_write_data_t*) and placement (ovstage_placement_t*, may be NULL). The returned set
+// owns the managed tensors the data names, also when an error is returned: release it once no
+// work reads them (at once, if the write is not enqueued).
+func Write(query uint64, attribute unsafe.Pointer, ordinal uint64, data unsafe.Pointer, primMode int32,
+	placement unsafe.Pointer) (core.WriteRequest, *Managed, error) {
+	req := core.WriteRequest{Query: query, Ordinal: ordinal, PrimMode: primMode}
+	owned := &Managed{}
+	if data == nil {
+		return req, owned, invalid("data is NULL")
+	}
+	d := (*C.ovstage_write_data_t)(data)
+	owned.collect(d)
+	if err := decodeData(d, "data", &req, map[unsafe.Pointer]string{}); err != nil {
+		return req, owned, err
+	}
+	if err := attributeOf(attribute, "attribute", &req); err != nil {
+		return req, owned, err
+	}
+	dev, err := WritePlacement(placement)
+	if err != nil {
+		return req, owned, err
+	}
+	req.Device = dev
+	return req, owned, nil
+}
+
+// WriteBatch decodes the n ovstage_attribute_write_t entries at writes (and a placement, may
+// be NULL, applied to every entry). Ownership of every managed tensor of the batch is taken
+// before anything is validated, as for Write.
+func WriteBatch(writes unsafe.Pointer, n uint64, placement unsafe.Pointer) ([]core.WriteRequest, *Managed, error) {
+	owned := &Managed{}
+	if n > MaxBatch {
+		return nil, owned, invalid("write_count %d is larger than %d", n, MaxBatch)
+	}
+	entries, err := view[C.ovstage_attribute_write_t](writes, n, MaxBatch, "writes")
+	if err != nil {
+		return nil, owned, err
+	}
+	for i := range entries {
+		owned.collect(&entries[i].data)
+	}
+	dev, err := WritePlacement(placement)
+	if err != nil {
+		return nil, owned, err
+	}
+	firstUse := map[unsafe.Pointer]string{}
+	reqs := make([]core.WriteRequest, len(entries))
+	for i := range entries {
+		e := &entries[i]
+		prefix := fmt.Sprintf("writes[%d]", i)
+		if err := decodeData(&e.data, prefix+".data", &reqs[i], firstUse); err != nil {
+			return nil, owned, err
+		}
+		if err := attributeOf(unsafe.Pointer(&e.attribute), prefix+".attribute", &reqs[i]); err != nil {
+			return nil, owned, err
+		}
+		reqs[i].Device = dev
+	}
+	return reqs, owned, nil
+}
