@@ -467,6 +467,10 @@ def _numpy_tensor(
     device_type: int,
     device_id: int,
 ) -> DLTensor:
+    if isinstance(array, np.ndarray):
+        # A view copies the header in one step: its dtype, shape and strides are ours alone,
+        # so a thread reassigning array.shape / array.dtype cannot tear what is read below.
+        array = array.view()
     arr = np.ascontiguousarray(array)
     if arr.dtype.hasobject:
         raise TypeError(f"array must hold plain data, got dtype {arr.dtype}")
