@@ -195,12 +195,20 @@ class DLTensor(ctypes.Structure):
         if ndim > 0 and not src.shape:
             raise ValueError("DLPack tensor has a NULL shape")
         _check_lanes(src.dtype.lanes)
-        shape = _int64_array(src.shape[i] for i in range(ndim)) if ndim else None
-        strides = _int64_array(src.strides[i] for i in range(ndim)) if src.strides else None
+        return cls._copied(src, ndim)
+
+    @classmethod
+    def _copied(cls, src: DLTensor, dims: int) -> DLTensor:
+        """A copy of ``src`` owning the first ``dims`` entries of its shape and strides (none
+        when ``dims`` is 0: the copy's shape and strides are then NULL)."""
+        shape = _int64_array(src.shape[i] for i in range(dims)) if dims else None
+        strides = (
+            _int64_array(src.strides[i] for i in range(dims)) if dims and src.strides else None
+        )
         tensor = cls(
             data=src.data,
             device=DLDevice(src.device.device_type, src.device.device_id),
-            ndim=ndim,
+            ndim=src.ndim,
             dtype=DLDataType(src.dtype.code, src.dtype.bits, src.dtype.lanes),
             shape=shape,
             strides=strides,
@@ -258,6 +266,25 @@ _capsule_new = ctypes.PYFUNCTYPE(
     ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p
 )(("PyCapsule_New", ctypes.pythonapi))
 _DELETER_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+# The engine rejects a larger ndim before it reads the shape (dlpack.MaxDims).
+_ENGINE_MAX_DIMS = 32
+
+
+def private_dltensor(src: DLTensor) -> DLTensor:
+    """A copy of a caller's ``DLTensor`` for the engine, unvalidated, owning its shape and
+    strides and keeping ``src`` alive.
+
+    The engine reads a descriptor after the GIL is released; a copy taken while it is held
+    cannot change under it when another thread assigns ``src.shape`` or ``src.ndim`` (the
+    old shape array may be freed). An ndim the engine rejects is kept, without its shape.
+    """
+    ndim = src.ndim
+    dims = ndim if 0 < ndim <= _ENGINE_MAX_DIMS and src.shape else 0
+    tensor = DLTensor._copied(src, dims)
+    tensor._keepalive = src
+    return tensor
 
 
 def _run_deleter(deleter: int | None, managed_addr: int, producer: object) -> None:

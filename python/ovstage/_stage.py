@@ -14,7 +14,7 @@ import numpy as np
 from . import _fastpath, _lib
 from ._config import StageConfig, process_config
 from ._cuda import parse_device
-from ._dlpack import DLDataType, DLTensor, make_dltensor
+from ._dlpack import DLDataType, DLTensor, make_dltensor, private_dltensor
 from ._enums import AttributeSemantic, PrimMode, Scope
 from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError, OvxError
 from ._groups import MapGroup, ReadGroup, ReadGroupRaw
@@ -101,8 +101,14 @@ def _addr(buf: array.array[int] | np.ndarray | None) -> int:
 
 
 def _uint_words(values: Any, name: str, dtype: type, bits: int) -> np.ndarray:
-    """Validate a sequence of unsigned ints (index_map entries / mask words)."""
+    """Validate a sequence of unsigned ints (index_map entries / mask words).
+
+    The engine copies the words before it checks them; an ndarray's header is snapshotted
+    with a view first, so another thread reshaping it cannot change the length checked here.
+    """
     arr = np.asarray(values)
+    if arr is values:
+        arr = arr.view()
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
     if arr.size == 0:
@@ -976,4 +982,4 @@ def _as_dltensors(tensors: Any) -> list[DLTensor]:
     items = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
     if not items:
         raise ValueError("tensors must not be empty")
-    return [t if isinstance(t, DLTensor) else make_dltensor(t) for t in items]
+    return [private_dltensor(t) if isinstance(t, DLTensor) else make_dltensor(t) for t in items]

@@ -7,9 +7,12 @@ flipping ``arr.dtype`` (which rescales the last dim) made a dtype read before th
 with a shape read after it, on both paths: a float64 (4, 6) write of a 96-byte buffer (the
 fast path read past its end), or a spurious ValueError (general path).
 
+A thread giving a caller's ``DLTensor`` a new shape array (freeing the old one) made the
+engine read freed memory (``shape [4 0]``): the descriptor is now copied while the GIL is held.
+
 Each race runs in a fresh interpreter (tests/python/helpers/header_race.py) so that a crash
 fails the test instead of the suite, for up to 3 s: a torn read is rare (the shape race hit
-about one write in 10,000 to 30,000 before the fix), and the child stops at the first one.
+about one write in 10,000 to 40,000 before the fix), and the child stops at the first one.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import pytest
 HELPER = Path(__file__).resolve().parent / "helpers" / "header_race.py"
 
 
-@pytest.mark.parametrize("mode", ["shape", "dtype"])
+@pytest.mark.parametrize("mode", ["shape", "dtype", "dltensor"])
 def test_a_write_never_sees_a_header_the_array_did_not_have(mode: str) -> None:
     result = subprocess.run(
         [sys.executable, str(HELPER), mode, "3"], capture_output=True, text=True, timeout=120

@@ -1,14 +1,16 @@
 """Writes of an array that another thread keeps changing (run by test_header_race.py).
 
-``python header_race.py shape|dtype SECONDS``: one thread reassigns the array's header without
-pause while the main thread writes the array with ``write_attribute`` over A prims, for at
-most SECONDS:
+``python header_race.py shape|dtype|dltensor SECONDS``: one thread reassigns the source's
+header without pause while the main thread writes the source with ``write_attribute`` over A
+prims, for at most SECONDS:
 
 * ``shape``: ``arr.shape`` goes round (A, B) -> (B, A) -> (A * B,) (numpy frees the old dims
   on each assignment); the writes take the fast path;
 * ``dtype``: ``arr.dtype`` flips between float32 (shape (A, B)) and float64 (shape (A, B/2)),
   which changes the shape too: a dtype read before a flip and a shape read after it describe
-  an array that never existed.
+  an array that never existed;
+* ``dltensor``: the source is a ``DLTensor`` over the float32 (A, B) array whose ``shape``
+  field is given a fresh (A, B) or (B, A) ctypes array each time (the previous one is freed).
 
 Only the float32 (A, B) state fits the column, so each write is either accepted with it or
 rejected with the error of one of the other states. Those error texts are recorded first,
@@ -19,6 +21,7 @@ as a non-zero exit status.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import sys
 import threading
@@ -34,12 +37,19 @@ A, B = 4, 6
 def main(mode: str, seconds: float) -> None:
     sys.setswitchinterval(1e-6)  # hand the GIL back and forth as often as possible
     arr = np.arange(A * B, dtype=np.float32).reshape(A, B)
+    source: object = arr
     stop = threading.Event()
     states: list[Callable[[], None]]
     if mode == "shape":
         states = [lambda s=s: setattr(arr, "shape", s) for s in [(A, B), (B, A), (A * B,)]]
-    else:
+    elif mode == "dtype":
         states = [lambda d=d: setattr(arr, "dtype", d) for d in [np.float32, np.float64]]
+    else:
+        tensor = ovstage.make_dltensor(arr)
+        source = tensor
+        states = [
+            lambda s=s: setattr(tensor, "shape", (ctypes.c_int64 * 2)(*s)) for s in [(A, B), (B, A)]
+        ]
 
     def change_forever() -> None:
         while not stop.is_set():
@@ -53,11 +63,11 @@ def main(mode: str, seconds: float) -> None:
             paths.create_path_list_from_strings(prims) as plist,
             stage.query_from_path_list(plist) as query,
         ):
-            stage.write_attribute(query, "x", 1, arr, is_array=False).wait()
+            stage.write_attribute(query, "x", 1, source, is_array=False).wait()
             expected = {}
             for state in states[1:]:
                 state()
-                op = stage.write_attribute(query, "x", 2, arr, is_array=False)
+                op = stage.write_attribute(query, "x", 2, source, is_array=False)
                 expected[op.error_message()] = 0
             states[0]()
             accepted, unexpected, writes = 0, [], 0
@@ -70,7 +80,7 @@ def main(mode: str, seconds: float) -> None:
                     ordinal += 1
                     writes += 1
                     try:
-                        op = stage.write_attribute(query, "x", ordinal, arr, is_array=False)
+                        op = stage.write_attribute(query, "x", ordinal, source, is_array=False)
                     except Exception as exc:  # reported: no write of this array may raise
                         unexpected.append(f"raised {exc!r}")
                         continue
