@@ -184,7 +184,7 @@ func (s *Stage) newMapGroupLocked(m *Map, col *column.Column, prims []uint64, si
 	}
 	g.Group = Group{ID: newHandle(), Attribute: w.attr, Ordinal: w.ordinal, IsArray: w.schema.IsArray,
 		Semantic: w.schema.Semantic, PrimList: m.q.List, PrimCount: uint32(len(prims)),
-		FloorOrdinal: s.floors.effective(w.attr), dict: s.dict}
+		FloorOrdinal: s.floors.effective(w.attr), dict: s.dict, staged: true}
 	if sizes == nil {
 		g.Tensors = []TensorView{{Buffer: staging.Retain(), DType: w.schema.DType, Rows: int64(len(prims)), DeviceType: dlpack.DeviceCPU}}
 	} else {

@@ -42,6 +42,8 @@ type Group struct {
 	dict      *pathdict.Dictionary
 	once      sync.Once
 	onRelease func()
+	// staged: a map group, whose tensors are writable staging (not sealed data).
+	staged bool
 }
 
 // SetOnRelease registers cleanup for resources the boundary attached to the group.

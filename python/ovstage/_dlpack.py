@@ -183,6 +183,8 @@ class DLTensor(ctypes.Structure):
         deleter = managed.deleter
         _capsule_set_name(capsule, _USED_LEGACY_NAME)
         tensor._keepalive = obj
+        # A legacy capsule cannot say "read-only"; our own read-only exports are kept so.
+        tensor._read_only = isinstance(obj, ManagedDLTensor) and obj.readonly
         weakref.finalize(tensor, _run_deleter, deleter, managed_addr, obj)
         return tensor
 
@@ -645,6 +647,10 @@ def dltensor_to_numpy(tensor: DLTensor, *, readonly: bool = False) -> np.ndarray
     Non-host devices raise ``NotImplementedError``; non-compact strides raise
     ``ValueError``. With ``readonly=True`` the view is backed by a read-only buffer
     (``WRITEABLE`` cannot be turned back on). The view keeps ``tensor`` alive.
+
+    A tensor of sealed data (``ReadGroup.tensor(i)``, the ``raw_dltensor`` of a read-only
+    export) must never be written: with ``readonly=False`` it comes back as a writable private
+    copy, not a view.
     """
     if not isinstance(tensor, DLTensor):
         raise TypeError(f"tensor must be a DLTensor, got {type(tensor).__name__}")
@@ -668,9 +674,11 @@ def dltensor_to_numpy(tensor: DLTensor, *, readonly: bool = False) -> np.ndarray
     buffer = (ctypes.c_char * nbytes).from_address(tensor.data + tensor.byte_offset)
     buffer._owner = tensor
     view = memoryview(buffer).cast("B")
-    if readonly:
+    sealed = getattr(tensor, "_read_only", False)
+    if readonly or sealed:
         view = view.toreadonly()
-    return np.frombuffer(view, dtype=np_dtype, count=count)
+    result = np.frombuffer(view, dtype=np_dtype, count=count)
+    return result.copy() if sealed and not readonly else result
 
 
 # ------------------------------------------------------------------------------
@@ -793,6 +801,8 @@ class ManagedDLTensor:
         except BaseException:
             exporter.free(versioned_addr)
             raise
+        # The raw tensor of a read-only export views sealed data (see dltensor_to_numpy).
+        tensor._read_only = bool(readonly)
         self = cls.__new__(cls)
         self._tensor = tensor
         self._manager_ctx = versioned_addr

@@ -197,7 +197,12 @@ class _GroupBase:
 
     def dlpack(self, i: int = 0, *, readonly: bool | None = None) -> ManagedDLTensor:
         """A DLPack exporter for tensor ``i`` (for ``np/torch.from_dlpack``); the export keeps
-        its storage alive on its own."""
+        its storage alive on its own.
+
+        ``readonly=False`` on a read group exports a private copy of the tensor (made on its
+        device when the export is created, flagged ``IS_COPIED``): writing into it never
+        changes the sealed data. Map groups export their staging itself (writable).
+        """
         self.tensor(i)
         flag = self._readonly_default if readonly is None else as_bool_flag(readonly, "readonly")
         if self._stage is None:
@@ -228,8 +233,9 @@ class ReadGroup(_GroupBase):
 
     Local prim ``k`` is path-list entry ``prim_index(k)``; its value is row ``k`` of the
     tensor, or row ``data_row_index(k)`` when ``has_data_index_map``. ``array(i)`` and
-    ``dlpack(i)`` are zero-copy views that keep the storage alive on their own: they stay
-    valid after ``release()``, after the Stage is destroyed and after later writes.
+    ``dlpack(i)`` are zero-copy read-only views that keep the storage alive on their own: they
+    stay valid after ``release()``, after the Stage is destroyed and after later writes.
+    Sealed data never changes: ``dlpack(i, readonly=False)`` is a private copy.
     """
 
     def __init__(self, raw: ReadGroupRaw, stage: Stage | None = None) -> None:
@@ -268,6 +274,13 @@ class ReadGroup(_GroupBase):
         warn_finalized("ReadGroup", group_id)
 
     # -- fields ---------------------------------------------------------------------------
+
+    def tensor(self, i: int) -> DLTensor:
+        """Raw ``DLTensor`` ``i`` of sealed data (valid until release; copy what you keep).
+        ``dltensor_to_numpy(tensor, readonly=True)`` views it; a writable decode is a copy."""
+        tensor = super().tensor(i)
+        tensor._read_only = True
+        return tensor
 
     @property
     def id(self) -> int:
