@@ -146,8 +146,9 @@ func (g *Gate) notifyLocked() {
 func (g *Gate) Active() bool { return g.armed.Load() }
 
 // pass is called by a matching op once it is ready: it counts the entry, blocks while the gate
-// is enabled (or until cancel is closed), then consumes a pending fail_next.
-func (g *Gate) pass(opID uint64, cancel <-chan struct{}) error {
+// is enabled (or until cancel is closed: owner, e.g. `stage 1 "name"`, is being destroyed and
+// abandons the op), then consumes a pending fail_next.
+func (g *Gate) pass(opID uint64, cancel <-chan struct{}, owner string) error {
 	g.mu.Lock()
 	if !g.enabled && g.failNext == 0 {
 		g.mu.Unlock()
@@ -161,7 +162,7 @@ func (g *Gate) pass(opID uint64, cancel <-chan struct{}) error {
 		select {
 		case <-open:
 		case <-cancel:
-			return status.Errorf(status.OpFailed, "op %d was held by the %s test gate when its stage was destroyed", opID, g.name)
+			return status.Errorf(status.OpFailed, "op %d was abandoned: %s was destroyed while the %s test gate held the op", opID, owner, g.name)
 		}
 	}
 	g.mu.Lock()

@@ -286,7 +286,8 @@ func ManagedFree(addr uintptr) (bool, error) {
 	return call(func() (bool, error) { dlpack.Free(addr); return true, nil })
 }
 
-// WaitOp waits for an op and its chain; it returns "<status> <lowest pending> <failed ids>".
+// WaitOp waits for an op and its chain; it returns "<status> <lowest pending> <failed ids>
+// <root cause message>" (the message last: it may contain spaces; empty without a failure).
 func WaitOp(stageID, op, timeoutNs uint64) (string, error) {
 	return call(func() (string, error) {
 		s, err := stage(stageID)
@@ -301,7 +302,7 @@ func WaitOp(stageID, op, timeoutNs uint64) (string, error) {
 		for i, id := range res.ErrorOpIDs {
 			ids[i] = strconv.FormatUint(id, 10)
 		}
-		return fmt.Sprintf("%d %d %s", int32(res.Status), res.LowestPending, strings.Join(ids, ",")), nil
+		return fmt.Sprintf("%d %d %s %s", int32(res.Status), res.LowestPending, strings.Join(ids, ","), res.Message), nil
 	})
 }
 

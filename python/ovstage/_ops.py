@@ -85,7 +85,7 @@ class Operation:
             raise OvstageError(ErrorCode.INVALID_HANDLE, f"op {self.op_id} was already waited")
         if self.op_id == 0:
             raise OvstageError(ErrorCode.INVALID_HANDLE, "op id 0 is not a valid op")
-        code, error_ids, lowest = self._wait_sliced(timeout_ns)
+        code, error_ids, lowest, root_message = self._wait_sliced(timeout_ns)
         if code == ErrorCode.TIMEOUT:
             raise OvstageError(
                 ErrorCode.TIMEOUT,
@@ -95,22 +95,22 @@ class Operation:
         self._keepalive = None
         stage = self._stage
         if error_ids:
-            message = stage._last_op_error(error_ids[0]) or f"op {error_ids[0]} failed"
+            message = root_message or f"op {error_ids[0]} failed"
             self._message = message
             stage._release_op_quietly(self.op_id)
             raise OvstageError(ErrorCode.OP_FAILED, message)
         stage._release_op_checked(self.op_id)
 
-    def _wait_sliced(self, timeout_ns: int) -> tuple[int, list[int], int]:
+    def _wait_sliced(self, timeout_ns: int) -> tuple[int, list[int], int, str]:
         stage = self._stage
         if timeout_ns == 0:
-            return stage.wait_op(self.op_id, 0)
+            return stage._wait_op(self.op_id, 0)
         deadline = None if timeout_ns == TIMEOUT_INFINITE else time.monotonic_ns() + timeout_ns
         while True:
             step = _WAIT_SLICE_NS
             if deadline is not None:
                 step = max(0, min(step, deadline - time.monotonic_ns()))
-            result = stage.wait_op(self.op_id, step)
+            result = stage._wait_op(self.op_id, step)
             if result[0] != ErrorCode.TIMEOUT or step == 0:
                 return result
             if deadline is not None and time.monotonic_ns() >= deadline:

@@ -138,6 +138,7 @@ class Stage(_HierarchyMixin):
 
     def __init__(self, name: str | None = None, config: StageConfig | None = None) -> None:
         self._destroyed = True
+        self._destroying = False
         self._config_ref = False
         # Sources of pending writes whose copy happens in the op (large payloads), by op id:
         # kept alive until the op is known complete, whatever happens to its Operation.
@@ -172,6 +173,10 @@ class Stage(_HierarchyMixin):
         """The library version ``(major, minor, patch)``."""
         return library_version()
 
+    def _label(self) -> str:
+        """The stage in messages, as the engine names it: ``stage 1 "name"``."""
+        return f'stage {self._id} "{self.name or ""}"'
+
     def _require_live(self, what: str = "Stage method") -> int:
         if self._destroyed:
             raise OvstageError(ErrorCode.INVALID_HANDLE, f"{what} called after Stage was destroyed")
@@ -191,6 +196,7 @@ class Stage(_HierarchyMixin):
         """
         if self._destroyed:
             return
+        self._destroying = True  # waiters in other threads may lose the stage from now on
         call(native.DestroyStage, self._id)
         self._destroyed = True
         self._holds.clear()  # every op has finished
@@ -225,13 +231,30 @@ class Stage(_HierarchyMixin):
 
         ``error_op_ids`` lists failed ops in the waited op's chain, root cause first.
         """
+        code, error_ids, lowest, _ = self._wait_op(op_id, timeout)
+        return code, error_ids, lowest
+
+    def _wait_op(self, op_id: int, timeout: int) -> tuple[int, list[int], int, str]:
+        """``wait_op`` and the root cause's message ("" without a failure), which the engine
+        returns with the wait: a ``destroy()`` in another thread forgets every op."""
         op = as_uint64(op_id, "op_id")
         timeout_ns = as_timeout(timeout)
         sid = self._require_live("wait_op")
-        code, lowest, ids = call(native.WaitOp, sid, op, timeout_ns).split(" ")
+        try:
+            out = call(native.WaitOp, sid, op, timeout_ns)
+        except OvstageError as exc:
+            if self._destroying and exc.code == ErrorCode.INVALID_HANDLE:
+                raise OvstageError(
+                    exc.code,
+                    f"op {op}: {self._label()} was destroyed while the op was waited for "
+                    "(destroy() completes every pending op, or abandons it if a test gate "
+                    "holds it)",
+                ) from None
+            raise
+        code, lowest, ids, message = out.split(" ", 3)
         if code != "11" and self._holds:
             self._holds.pop(op, None)  # finished: its deferred source was copied
-        return int(code), [int(i) for i in ids.split(",")] if ids else [], int(lowest)
+        return int(code), [int(i) for i in ids.split(",")] if ids else [], int(lowest), message
 
     def wait_op_raw(self, op_id: int, timeout: int = TIMEOUT_INFINITE) -> int:
         """Raw wait returning only the status code."""
