@@ -220,10 +220,10 @@ func (d *Dictionary) PathString(p Path) (string, error) {
 // CreateList makes a new list (refcount 1) holding a copy of paths, each of which must be valid.
 func (d *Dictionary) CreateList(paths []Path) (ListID, error) {
 	d.mu.RLock()
-	for _, p := range paths {
+	for i, p := range paths {
 		if !d.validPathLocked(p) {
 			d.mu.RUnlock()
-			return 0, errorf("Path " + itoa(p) + " was not found")
+			return 0, errorf("paths[" + itoa(uint64(i)) + "]: Path " + itoa(p) + " was not found")
 		}
 	}
 	d.mu.RUnlock()
@@ -241,7 +241,7 @@ func (d *Dictionary) CreateListFromStrings(strs []string) (ListID, error) {
 	for i, s := range strs {
 		p, err := d.InternPath(s)
 		if err != nil {
-			return 0, err
+			return 0, errorf("paths[" + itoa(uint64(i)) + "]: " + err.Error())
 		}
 		paths[i] = p
 	}

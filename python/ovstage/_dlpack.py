@@ -851,11 +851,23 @@ class ManagedDLTensor:
 
     def numpy(self) -> np.ndarray:
         """``np.from_dlpack(self)``: a zero-copy numpy view (CPU tensors only: other devices
-        raise ``NotImplementedError``)."""
-        if self._tensor.device.device_type not in _HOST_DEVICES:
-            where = _device_name(self._tensor.device.device_type)
+        raise ``NotImplementedError``). numpy has no bfloat16: such a tensor comes back as its
+        raw ``uint16`` bits (a view, read-only if the export is); a dtype numpy cannot hold at
+        all (float8, int4 ...) raises ``ValueError`` naming it."""
+        raw = self._tensor
+        if raw.device.device_type not in _HOST_DEVICES:
+            where = _device_name(raw.device.device_type)
             raise NotImplementedError(f"numpy views need host memory; tensor is on {where}")
-        return np.from_dlpack(self)
+        if (raw.dtype.code, raw.dtype.bits) not in _DL_TO_NUMPY:
+            raise ValueError(f"numpy has no dtype for this tensor's {raw.dtype!r}")
+        if raw.dtype.code != DLDataTypeCode.kDLBfloat:
+            return np.from_dlpack(self)
+        view = DLTensor._copy_of(raw)
+        view._keepalive = self  # the export owns the storage
+        view._read_only = getattr(raw, "_read_only", False)
+        bits = dltensor_to_numpy(view, readonly=self._readonly)
+        lanes = raw.dtype.lanes
+        return bits.reshape(raw.shape_tuple + ((lanes,) if lanes > 1 else ()))
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return self.device

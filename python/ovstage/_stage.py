@@ -23,12 +23,16 @@ from ._guards import (
     as_bool_flag,
     as_enum,
     as_int32,
+    as_native_str,
+    as_sequence,
     as_size_t,
     as_str,
     as_timeout,
     as_uint,
     as_uint32,
     as_uint64,
+    attribute_problem,
+    string_problem,
 )
 from ._handles import Map, OrdinalQuery, Query, Read
 from ._hierarchy import _HierarchyMixin
@@ -122,9 +126,11 @@ def _uint_words(values: Any, name: str, dtype: type, bits: int) -> np.ndarray:
     if arr.dtype.kind not in "iub":
         raise TypeError(f"{name} must contain integers, got dtype {arr.dtype}")
     if arr.dtype.kind == "i" and (arr < 0).any():
-        raise ValueError(f"{name} entries must be non-negative, got {int(arr.min())}")
+        i = int(np.argmax(arr < 0))
+        raise ValueError(f"{name}[{i}] must be non-negative, got {int(arr[i])}")
     if bits == 32 and arr.dtype.itemsize > 4 and (arr > 0xFFFFFFFF).any():
-        raise ValueError(f"{name} entries must fit in uint32, got {int(arr.max())}")
+        i = int(np.argmax(arr > 0xFFFFFFFF))
+        raise ValueError(f"{name}[{i}] must fit in uint32, got {int(arr[i])}")
     return np.ascontiguousarray(arr, dtype=dtype)
 
 
@@ -146,6 +152,8 @@ class Stage(_HierarchyMixin):
         self._prune_at = 8
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name must be a str or None, got {type(name).__name__}")
+        if name is not None:
+            as_native_str(name, "name", "Stage name", empty_ok=True)
         if config is not None and not isinstance(config, StageConfig):
             raise TypeError(f"config must be a StageConfig or None, got {type(config).__name__}")
         if _lib.forked_child():
@@ -311,7 +319,9 @@ class Stage(_HierarchyMixin):
             raise TypeError(f"filter must be a Filter or None, got {type(filter).__name__}")
         predicates = filter.predicates if filter is not None else []
         if isinstance(attrs, (str, int)):
-            raise TypeError("attrs must be a sequence of attribute tokens or names")
+            raise TypeError(
+                f"attrs must be a sequence of attribute tokens or names, got {type(attrs).__name__}"
+            )
         self._require_live("query")
         try:
             preds, values, tokens = self._encode_query(predicates, attrs)
@@ -343,10 +353,11 @@ class Stage(_HierarchyMixin):
         for i, p in enumerate(predicates):
             attr = self._token(p.attribute, f"filter predicate {i} attribute")
             preds.extend((attr, int(p.op), len(p.values)))
-            for v in p.values:
-                if "\x00" in v:
+            for j, v in enumerate(p.values):
+                problem = string_problem(v, "Value", empty_ok=True)
+                if problem is not None:
                     raise OvstageError(
-                        ErrorCode.INVALID_ARGUMENT, f"filter predicate {i}: a value contains NUL"
+                        ErrorCode.INVALID_ARGUMENT, f"filter predicate {i} value {j}: {problem}"
                     )
                 values.append(v.encode("utf-8"))
         tokens = array.array("Q")
@@ -359,14 +370,14 @@ class Stage(_HierarchyMixin):
         return array.array("Q", (self._token(v, f"{name}[{i}]") for i, v in enumerate(values)))
 
     def _token(self, attr: int | str, what: str) -> int:
-        """A token for an attribute argument: strings are interned; an empty or NUL-containing
-        name raises OvstageError(INVALID_ARGUMENT) naming the argument (enqueue methods turn
-        it into a rejected Operation)."""
+        """A token for an attribute argument: strings are interned; token 0, or an empty,
+        NUL-containing or non-UTF-8 name raises OvstageError(INVALID_ARGUMENT) naming the
+        argument (enqueue methods turn it into a rejected Operation)."""
+        problem = attribute_problem(attr)
+        if problem is not None:
+            raise OvstageError(ErrorCode.INVALID_ARGUMENT, f"{what}: {problem}")
         if isinstance(attr, int):
             return attr
-        if not attr or "\x00" in attr:
-            problem = "must be non-empty" if not attr else "contains embedded NUL"
-            raise OvstageError(ErrorCode.INVALID_ARGUMENT, f"{what}: Token string {problem}")
         try:
             return call(native.InternToken, attr)
         except OvxError as exc:
@@ -506,7 +517,7 @@ class Stage(_HierarchyMixin):
         ordinal = as_uint64(ordinal, "ordinal")
         mode = as_enum(prim_mode, PrimMode, "prim_mode")
         if isinstance(writes, WriteDesc) or not isinstance(writes, Sequence):
-            raise TypeError("writes must be a sequence of WriteDesc")
+            raise TypeError(f"writes must be a sequence of WriteDesc, got {type(writes).__name__}")
         payloads = []
         for i, desc in enumerate(writes):
             if not isinstance(desc, WriteDesc):
@@ -542,7 +553,10 @@ class Stage(_HierarchyMixin):
         qh = _handle_of(query, Query, "query")
         ordinal = as_uint64(ordinal, "ordinal")
         if isinstance(attributes, (str, int)) or attributes is None:
-            raise TypeError("attributes must be a sequence of attribute tokens or names")
+            kind = type(attributes).__name__
+            raise TypeError(
+                f"attributes must be a sequence of attribute tokens or names, got {kind}"
+            )
         values = [as_attribute(a, f"attributes[{i}]") for i, a in enumerate(attributes)]
         self._require_live("delete_attributes")
         try:
@@ -561,15 +575,18 @@ class Stage(_HierarchyMixin):
         source = as_str(source_path, "source_path")
         if isinstance(target_paths, str):
             raise TypeError("target_paths must be a sequence of str, not a single str")
-        targets = [
-            as_str(t, f"target_paths[{i}]").encode("utf-8") for i, t in enumerate(target_paths)
+        texts = [
+            as_str(t, f"target_paths[{i}]")
+            for i, t in enumerate(as_sequence(target_paths, "target_paths", "str"))
         ]
         ordinal = as_uint64(ordinal, "ordinal")
         self._require_live("clone")
-        if "\x00" in source or any(b"\x00" in t for t in targets):
-            return Operation(
-                self, ErrorCode.INVALID_ARGUMENT, 0, message="paths must not contain NUL"
-            )
+        named = [("source_path", source)] + [(f"target_paths[{i}]", t) for i, t in enumerate(texts)]
+        for name, text in named:
+            problem = string_problem(text, "Path")
+            if problem is not None:
+                return Operation(self, ErrorCode.INVALID_ARGUMENT, 0, message=f"{name}: {problem}")
+        targets = [t.encode("utf-8") for t in texts]
         blob = array.array("B", b"".join(targets))
         lens = array.array("Q", (len(t) for t in targets))
         return self._enqueue(
@@ -606,7 +623,9 @@ class Stage(_HierarchyMixin):
         sizes = None
         if element_sizes is not None:
             if isinstance(element_sizes, (str, int)):
-                raise TypeError("element_sizes must be a sequence of ints")
+                raise TypeError(
+                    f"element_sizes must be a sequence of ints, got {type(element_sizes).__name__}"
+                )
             sizes = array.array(
                 "Q", (as_size_t(n, f"element_sizes[{i}]") for i, n in enumerate(element_sizes))
             )
@@ -615,17 +634,12 @@ class Stage(_HierarchyMixin):
         )
         self._require_live("map_attribute")
         token, name = (attr, "") if isinstance(attr, int) else (0, attr)
-        if "\x00" in name:
-            return Map(
-                self,
-                0,
-                Operation(
-                    self,
-                    ErrorCode.INVALID_ARGUMENT,
-                    0,
-                    message="attribute: Token string contains embedded NUL",
-                ),
+        problem = attribute_problem(attr)
+        if problem is not None:
+            rejected = Operation(
+                self, ErrorCode.INVALID_ARGUMENT, 0, message=f"attribute: {problem}"
             )
+            return Map(self, 0, rejected)
         return self._enqueue_handle(
             Map,
             "map_attribute",
@@ -704,7 +718,10 @@ class Stage(_HierarchyMixin):
         ordinal = as_uint64(ordinal, "ordinal")
         sc = as_enum(scope, Scope, "scope")
         if isinstance(attributes, (str, int)):
-            raise TypeError("attributes must be a sequence of attribute tokens or names")
+            kind = type(attributes).__name__
+            raise TypeError(
+                f"attributes must be a sequence of attribute tokens or names, got {kind}"
+            )
         values = [as_attribute(a, f"attributes[{i}]") for i, a in enumerate(attributes or ())]
         self._require_live("advance_write_floor")
         try:
@@ -727,12 +744,18 @@ class Stage(_HierarchyMixin):
 
     def get_attribute_write_floor(self, attribute: int | str | None = None) -> OrdinalQuery:
         """Enqueue a query of ``attribute``'s effective write floor; ``None`` asks for the
-        global floor (the minimum over known attributes)."""
+        global floor (the minimum over known attributes). A bad attribute (token 0, an empty
+        name ...) gives a rejected handle."""
         token = 0
         if attribute is not None:
             value = as_attribute(attribute)
             self._require_live("get_attribute_write_floor")
-            token = self._token(value, "attribute")
+            try:
+                token = self._token(value, "attribute")
+            except OvstageError as exc:
+                if value == 0:
+                    exc = OvstageError(exc.code, f"{exc.message} (None asks for the global floor)")
+                return OrdinalQuery(self, 0, self._rejected(exc))
         return self._ordinal_query(
             "get_attribute_write_floor", native.GetAttributeWriteFloor, token
         )
@@ -789,9 +812,10 @@ class Stage(_HierarchyMixin):
                 f"ordinal_range must be an OrdinalRange, got {type(ordinal_range).__name__}"
             )
         start, end, has_start = ordinal_range.to_c()
-        if isinstance(attrs, (str, int)):
-            raise TypeError("attrs must be a sequence of attribute tokens or names")
-        values = [as_attribute(a, f"attrs[{i}]") for i, a in enumerate(attrs)]
+        if isinstance(attrs, int):
+            raise TypeError("attrs must be a sequence of attribute tokens or names, got int")
+        items = as_sequence(attrs, "attrs", "attribute tokens or names")
+        values = [as_attribute(a, f"attrs[{i}]") for i, a in enumerate(items)]
         self._require_live("read_attributes")
         try:
             tokens = self._tokens(values, "attrs")
@@ -864,32 +888,33 @@ class Stage(_HierarchyMixin):
 
 
 def _sparsity(
-    index_map: Any, mask: Any, count: Any
+    index_map: Any, mask: Any, count: Any, label: str = ""
 ) -> tuple[int, np.ndarray | None, np.ndarray | None]:
-    """Python-side sparse-write guards (spec §5.3); returns (count, index_map, mask)."""
+    """Python-side sparse-write guards; returns (count, index_map, mask). ``label`` prefixes
+    the argument names (a batch entry's ``writes[i]: ``)."""
     if index_map is not None and mask is not None:
-        raise ValueError("index_map and mask are mutually exclusive")
+        raise ValueError(f"{label}index_map and mask are mutually exclusive")
     n = None
     if count is not None:
-        n = as_uint32(count, "count")
+        n = as_uint32(count, f"{label}count")
         if n == 0:
-            raise ValueError("count must be non-zero (omit it to write the whole query)")
+            raise ValueError(f"{label}count must be non-zero (omit it to write the whole query)")
     imap = None
     if index_map is not None:
-        imap = _uint_words(index_map, "index_map", np.uint32, 32)
+        imap = _uint_words(index_map, f"{label}index_map", np.uint32, 32)
         if n is None:
             n = len(imap)
         if n == 0:
-            raise ValueError("index_map is empty: count would be 0")
+            raise ValueError(f"{label}index_map is empty: count would be 0")
         if n > len(imap):
-            raise ValueError(f"count {n} exceeds len(index_map) {len(imap)}")
+            raise ValueError(f"{label}count {n} exceeds len(index_map) {len(imap)}")
     words = None
     if mask is not None:
-        words = _uint_words(mask, "mask", np.uint64, 64)
+        words = _uint_words(mask, f"{label}mask", np.uint64, 64)
         if n is None:
-            raise ValueError("mask requires count")
+            raise ValueError(f"{label}mask requires count")
         if n > 64 * len(words):
-            raise ValueError(f"count {n} exceeds 64 * len(mask) = {64 * len(words)}")
+            raise ValueError(f"{label}count {n} exceeds 64 * len(mask) = {64 * len(words)}")
     return n or 0, imap, words
 
 
@@ -965,13 +990,13 @@ class _Payload:
         attr = as_attribute(desc.attribute, f"{label}attribute")
         flag = as_bool_flag(desc.is_array, f"{label}is_array")
         sem = as_int32(desc.semantic, f"{label}semantic")
-        n, imap, words = _sparsity(desc.index_map, desc.mask, desc.count)
+        n, imap, words = _sparsity(desc.index_map, desc.mask, desc.count, label)
         rejection = _cuda_rejection(desc.cuda_event, desc.cuda_stream)
-        tensors = _as_dltensors(desc.tensors)
+        tensors = _as_dltensors(desc.tensors, label)
         ptrs = (ctypes.c_void_p * len(tensors))(*(ctypes.addressof(t) for t in tensors))
-        if isinstance(attr, str) and "\x00" in attr:
-            message = f"{label}attribute: Token string contains embedded NUL"
-            rejection = (ErrorCode.INVALID_ARGUMENT, 0, None, message)
+        problem = attribute_problem(attr)
+        if problem is not None:
+            rejection = (ErrorCode.INVALID_ARGUMENT, 0, None, f"{label}attribute: {problem}")
         return cls(attr, flag, sem, n, imap, words, tensors, ptrs, rejection)
 
     def nbytes(self) -> int:
@@ -1001,8 +1026,17 @@ class _Payload:
         )
 
 
-def _as_dltensors(tensors: Any) -> list[DLTensor]:
+def _as_dltensors(tensors: Any, label: str = "") -> list[DLTensor]:
+    """The write's tensors as DLTensors; a conversion error names ``tensors[i]``."""
     items = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
     if not items:
-        raise ValueError("tensors must not be empty")
-    return [private_dltensor(t) if isinstance(t, DLTensor) else make_dltensor(t) for t in items]
+        raise ValueError(f"{label}tensors must not be empty")
+    out = []
+    for i, t in enumerate(items):
+        try:
+            out.append(private_dltensor(t) if isinstance(t, DLTensor) else make_dltensor(t))
+        except (TypeError, ValueError, BufferError) as exc:
+            if type(exc) not in (TypeError, ValueError, BufferError):
+                raise  # a subclass may not take a plain message
+            raise type(exc)(f"{label}tensors[{i}]: {exc}") from None
+    return out

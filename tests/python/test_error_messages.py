@@ -50,3 +50,40 @@ def test_a_waiter_of_an_op_that_destroy_abandons_is_told_the_stage_was_destroyed
         assert f"op {op.op_id} was abandoned" in error.message, error
     with pytest.raises(OvstageError, match="after Stage was destroyed"):
         stage.wait_op(op.op_id)
+
+
+BF16 = ovstage.DLDataType(ovstage.DLDataTypeCode.kDLBfloat, 16, 1)
+
+
+@pytest.mark.parametrize("lanes", [1, 3])
+def test_array_of_a_bfloat16_column_is_its_raw_uint16_bits(stage, make_query, lanes) -> None:
+    """numpy has no bfloat16: ``array()`` used to raise numpy's bare "Unsupported dtype in
+    DLTensor."; it now returns the raw bits, as ``dltensor_to_numpy`` documents."""
+    query = make_query(["/A", "/B"])
+    bits = np.array([0x3F80, 0x4000, 0xC040, 0x0000, 0x7F80, 0x3E00][: 2 * lanes], np.uint16)
+    dtype = ovstage.DLDataType(BF16.code, 16, lanes)
+    tensor = ovstage.make_dltensor(bits, dtype=dtype, shape=[2])
+    stage.write_attribute(query, "bf", 1, tensor, is_array=False).wait()
+    stage.advance_write_floor(1).wait()
+    with (
+        stage.read_attributes(query, ["bf"], ovstage.OrdinalRange.latest(1)) as read,
+        read.fetch_next() as group,
+    ):
+        view = group.array(0)
+        assert view.dtype == np.uint16 and view.tolist() == bits.tolist()
+        assert not view.flags.writeable
+        export = group.dlpack(0, readonly=False)  # a private copy: writable
+        copy = export.numpy()
+        assert copy.shape == ((2, lanes) if lanes > 1 else (2,))
+        copy[...] = 0
+        assert group.array(0).tolist() == bits.tolist()
+
+
+def test_numpy_of_a_dtype_numpy_cannot_hold_names_the_dtype() -> None:
+    float8 = ovstage.DLDataType(ovstage.DLDataTypeCode.kDLFloat, 8, 1)
+    raw = np.zeros(4, np.uint8)
+    export = ovstage.ManagedDLTensor(ovstage.make_dltensor(raw, dtype=float8), raw)
+    with pytest.raises(ValueError, match=r"numpy has no dtype .*kDLFloat, bits=8"):
+        export.numpy()
+    with pytest.raises(ValueError, match=r"no numpy equivalent .*kDLFloat, bits=8"):
+        ovstage.dltensor_to_numpy(export.raw_dltensor)
