@@ -197,20 +197,12 @@ class DLTensor(ctypes.Structure):
         if ndim > 0 and not src.shape:
             raise ValueError("DLPack tensor has a NULL shape")
         _check_lanes(src.dtype.lanes)
-        return cls._copied(src, ndim)
-
-    @classmethod
-    def _copied(cls, src: DLTensor, dims: int) -> DLTensor:
-        """A copy of ``src`` owning the first ``dims`` entries of its shape and strides (none
-        when ``dims`` is 0: the copy's shape and strides are then NULL)."""
-        shape = _int64_array(src.shape[i] for i in range(dims)) if dims else None
-        strides = (
-            _int64_array(src.strides[i] for i in range(dims)) if dims and src.strides else None
-        )
+        shape = _int64_array(src.shape[i] for i in range(ndim)) if ndim else None
+        strides = _int64_array(src.strides[i] for i in range(ndim)) if src.strides else None
         tensor = cls(
             data=src.data,
             device=DLDevice(src.device.device_type, src.device.device_id),
-            ndim=src.ndim,
+            ndim=ndim,
             dtype=DLDataType(src.dtype.code, src.dtype.bits, src.dtype.lanes),
             shape=shape,
             strides=strides,
@@ -282,9 +274,28 @@ def private_dltensor(src: DLTensor) -> DLTensor:
     cannot change under it when another thread assigns ``src.shape`` or ``src.ndim`` (the
     old shape array may be freed). An ndim the engine rejects is kept, without its shape.
     """
+    # Straight-line field reads and pointer slices, no calls: CPython switches threads only
+    # at calls and backward jumps, so no other thread changes ``src`` in between.
     ndim = src.ndim
-    dims = ndim if 0 < ndim <= _ENGINE_MAX_DIMS and src.shape else 0
-    tensor = DLTensor._copied(src, dims)
+    shape_ptr, strides_ptr = src.shape, src.strides
+    dims = ndim if 0 < ndim <= _ENGINE_MAX_DIMS else 0
+    shape_values = shape_ptr[:dims] if dims and shape_ptr else None
+    stride_values = strides_ptr[:dims] if dims and strides_ptr else None
+    data, byte_offset, device, dtype = src.data, src.byte_offset, src.device, src.dtype
+    device_type, device_id = device.device_type, device.device_id
+    code, bits, lanes = dtype.code, dtype.bits, dtype.lanes
+    shape = None if shape_values is None else _int64_array(shape_values)
+    strides = None if stride_values is None else _int64_array(stride_values)
+    tensor = DLTensor(
+        data=data,
+        device=DLDevice(device_type, device_id),
+        ndim=ndim,
+        dtype=DLDataType(code, bits, lanes),
+        shape=shape,
+        strides=strides,
+        byte_offset=byte_offset,
+    )
+    tensor._arrays = (shape, strides)
     tensor._keepalive = src
     return tensor
 
