@@ -183,11 +183,14 @@ class Stage(_HierarchyMixin):
 
     def _label(self) -> str:
         """The stage in messages, as the engine names it: ``stage 1 "name"``."""
-        return f'stage {self._id} "{self.name or ""}"'
+        return f'stage {getattr(self, "_id", 0)} "{getattr(self, "name", None) or ""}"'
 
     def _require_live(self, what: str = "Stage method") -> int:
         if self._destroyed:
-            raise OvstageError(ErrorCode.INVALID_HANDLE, f"{what} called after Stage was destroyed")
+            raise OvstageError(
+                ErrorCode.INVALID_HANDLE,
+                f"{what} called after Stage was destroyed ({self._label()})",
+            )
         if _lib.forked_child():
             raise _lib.fork_error()
         return self._id
