@@ -250,7 +250,7 @@ func TestFilterFloorRangeMapDelete(t *testing.T) {
 	req, err := Map(3, a.mapDesc(0, "m", 32, 8, 1, 0), 4, a.sizes(1, 2, 1<<63), 3, nil)
 	require.NoError(t, err)
 	assert.Equal(t, core.MapRequest{Query: 3, AttrName: "m", Ordinal: 4, PrimMode: 1, Semantic: 8,
-		DType: dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}, ElementSizes: []int64{1, 2, 1 << 62}}, req)
+		DType: dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}, ElementSizes: []uint64{1, 2, 1 << 63}}, req)
 	req, err = Map(3, a.mapDesc(6, "", 0, 0, 0, 0), 4, nil, 0, nil)
 	require.NoError(t, err)
 	assert.Nil(t, req.ElementSizes, "no element_sizes: a fixed-size map")

@@ -91,9 +91,9 @@ func Map(query uint64, desc unsafe.Pointer, ordinal uint64, sizes unsafe.Pointer
 		if err != nil {
 			return req, err
 		}
-		req.ElementSizes = make([]int64, len(vals))
+		req.ElementSizes = make([]uint64, len(vals))
 		for i, v := range vals {
-			req.ElementSizes[i] = int64(min(uint64(v), 1<<62))
+			req.ElementSizes[i] = uint64(v) // the engine reports an absurd size as given
 		}
 	}
 	return req, nil

@@ -45,7 +45,9 @@ func (o *stageOp) Run(op *sched.Op) error { return o.run(op) }
 func (o *stageOp) Cleanup(*sched.Op) { o.s.opFinished(o) }
 
 // Admit passes the op's test gate (sched calls it only for gated ops).
-func (o *stageOp) Admit(op *sched.Op) error { return o.gate.pass(op.ID, o.s.closing) }
+func (o *stageOp) Admit(op *sched.Op) error {
+	return o.gate.pass(op.ID, o.s.closing, o.s.label())
+}
 
 // startItem is an op enqueued under s.mu, submitted by unlockAndStart.
 type startItem struct {

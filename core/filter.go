@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -95,16 +96,16 @@ func (s *Stage) checkPredicate(i int, p Predicate) error {
 // discovery. It returns the query handle (usable at once) and the op id.
 func (s *Stage) Query(preds []Predicate, attrs []uint64) (uint64, uint64, error) {
 	for i, p := range preds {
-		if _, err := s.dict.TokenString(p.Attr); err != nil {
-			return 0, 0, status.Errorf(status.InvalidArgument, "filter predicate %d: attribute token %d is not a token of the path dictionary", i, p.Attr)
+		if !s.validToken(p.Attr) {
+			return 0, 0, InvalidToken(fmt.Sprintf("filter predicate %d attribute", i), p.Attr)
 		}
 		if err := s.checkPredicate(i, p); err != nil {
 			return 0, 0, err
 		}
 	}
 	for i, a := range attrs {
-		if _, err := s.dict.TokenString(a); err != nil {
-			return 0, 0, status.Errorf(status.InvalidArgument, "attrs[%d]: token %d is not a token of the path dictionary", i, a)
+		if !s.validToken(a) {
+			return 0, 0, InvalidToken(fmt.Sprintf("attrs[%d]", i), a)
 		}
 	}
 	s.mu.Lock()

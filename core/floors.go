@@ -1,6 +1,8 @@
 package core
 
 import (
+	"fmt"
+
 	"github.com/ovstage-go/ovstage/core/column"
 	"github.com/ovstage-go/ovstage/core/sched"
 	"github.com/ovstage-go/ovstage/core/status"
@@ -87,8 +89,8 @@ func (s *Stage) AdvanceWriteFloor(ordinal uint64, scope Scope, attrs []uint64) (
 		return 0, status.Errorf(status.InvalidArgument, "scope %d is not ALL (0), INCLUDE (1) or EXCLUDE (2)", scope)
 	}
 	for i, a := range attrs {
-		if _, err := s.dict.TokenString(a); err != nil {
-			return 0, status.Errorf(status.InvalidArgument, "attributes[%d]: token %d is not a token of the path dictionary", i, a)
+		if !s.validToken(a) {
+			return 0, InvalidToken(fmt.Sprintf("attributes[%d]", i), a)
 		}
 	}
 	attrs = append([]uint64(nil), attrs...)

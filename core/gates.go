@@ -163,8 +163,9 @@ func (g *Gate) enter() (armed bool, open chan struct{}, enabled bool) {
 func (g *Gate) Active() bool { return g.armed.Load() }
 
 // pass is called by a matching op once it is ready: it counts the entry, blocks while the gate
-// is enabled (or until cancel is closed), then consumes a pending fail_next.
-func (g *Gate) pass(opID uint64, cancel <-chan struct{}) error {
+// is enabled (or until cancel is closed: owner, e.g. `stage 1 "name"`, is being destroyed and
+// abandons the op), then consumes a pending fail_next.
+func (g *Gate) pass(opID uint64, cancel <-chan struct{}, owner string) error {
 	armed, open, enabled := g.enter()
 	if !armed {
 		return nil
@@ -173,7 +174,7 @@ func (g *Gate) pass(opID uint64, cancel <-chan struct{}) error {
 		select {
 		case <-open:
 		case <-cancel:
-			return status.Errorf(status.OpFailed, "op %d was held by the %s test gate when its stage was destroyed", opID, g.name)
+			return status.Errorf(status.OpFailed, "op %d was abandoned: %s was destroyed while the %s test gate held the op", opID, owner, g.name)
 		}
 	}
 	g.mu.Lock()

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -164,6 +165,38 @@ func TestDestroyFailsHeldOpsInsteadOfHanging(t *testing.T) {
 	assert.Contains(t, status.MessageOf(op.Err()), "destroyed")
 }
 
+// A waiter blocked in WaitOp when Destroy abandons the held op learns why from the wait itself
+// (Destroy forgets every op, so nothing could be asked afterwards).
+func TestAWaiterOfAnAbandonedOpIsToldTheStageWasDestroyed(t *testing.T) {
+	s := NewStage("doomed", Config{})
+	list, err := s.Dictionary().CreateListFromStrings([]string{"/G/a"})
+	require.NoError(t, err)
+	q, err := s.QueryFromPathList(list)
+	require.NoError(t, err)
+	_, _ = s.Dictionary().Release(list)
+	g := scopedGate(t, WriteGate)
+	vals := []float32{1}
+	id, err := s.WriteAttribute(WriteRequest{Query: q, AttrName: "x", Ordinal: 1, Tensors: []dlpack.Tensor{f32Tensor(vals)}})
+	require.NoError(t, err)
+	require.True(t, g.WaitUntilEntered(1, 5*time.Second))
+	waited := make(chan WaitResult, 1)
+	go func() {
+		res, err := s.WaitOp(id, TimeoutInfinite)
+		assert.NoError(t, err)
+		waited <- res
+	}()
+	time.Sleep(20 * time.Millisecond) // let the waiter block
+	s.Destroy()
+	select {
+	case res := <-waited:
+		assert.Equal(t, []uint64{id}, res.ErrorOpIDs)
+		assert.Contains(t, res.Message, "was abandoned")
+		assert.Contains(t, res.Message, fmt.Sprintf(`stage %d "doomed" was destroyed`, s.ID))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter was not woken by Destroy")
+	}
+}
+
 func TestGateCountsAndReset(t *testing.T) {
 	g := newGate("test")
 	assert.False(t, g.Active())
@@ -172,7 +205,7 @@ func TestGateCountsAndReset(t *testing.T) {
 	assert.True(t, g.Active())
 	done := make(chan error, 2)
 	for i := 0; i < 2; i++ {
-		go func() { done <- g.pass(1, nil) }()
+		go func() { done <- g.pass(1, nil, "") }()
 	}
 	require.True(t, g.WaitUntilEntered(2, 5*time.Second))
 	assert.Equal(t, 2, g.EnteredCount())
@@ -181,7 +214,7 @@ func TestGateCountsAndReset(t *testing.T) {
 	assert.NoError(t, <-done)
 	assert.Zero(t, g.EnteredCount())
 	assert.False(t, g.Active())
-	assert.NoError(t, g.pass(2, nil), "a released gate lets ops through without counting them")
+	assert.NoError(t, g.pass(2, nil, ""), "a released gate lets ops through without counting them")
 	assert.Zero(t, g.EnteredCount())
 	assert.Equal(t, WriteGate, GateByName("write"))
 	assert.Equal(t, QueryGate, GateByName("query"))

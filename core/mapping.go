@@ -19,7 +19,7 @@ type MapRequest struct {
 	PrimMode     int32
 	DType        dlpack.DType
 	Semantic     int32
-	ElementSizes []int64 // per query prim: a ragged (array) map; nil: fixed
+	ElementSizes []uint64 // per query prim: a ragged (array) map; nil: fixed
 }
 
 // Map is a map session: writable buffers for the query's prims, committed at its ordinal.
@@ -47,6 +47,9 @@ type MapGroup struct {
 	committed bool
 }
 
+// MaxElementSize bounds one prim's element count in a ragged map (element_sizes entries).
+const MaxElementSize = 1 << 40
+
 // MapAttribute enqueues a map session of attr over the query's prims at ordinal.
 func (s *Stage) MapAttribute(req MapRequest) (uint64, uint64, error) {
 	attr, err := s.resolveAttribute(req.AttrToken, req.AttrName, "attribute")
@@ -73,12 +76,16 @@ func (s *Stage) MapAttribute(req MapRequest) (uint64, uint64, error) {
 			return 0, 0, err
 		}
 	}
-	for i, n := range req.ElementSizes {
-		if n < 0 || n > 1<<40 {
-			return 0, 0, status.Errorf(status.InvalidArgument, "element_sizes[%d] = %d is out of range", i, n)
-		}
+	var sizes []int64
+	if req.ElementSizes != nil {
+		sizes = make([]int64, len(req.ElementSizes))
 	}
-	sizes := append([]int64(nil), req.ElementSizes...)
+	for i, n := range req.ElementSizes {
+		if n > MaxElementSize {
+			return 0, 0, status.Errorf(status.InvalidArgument, "element_sizes[%d] = %d is out of range (at most %d elements per prim)", i, n, MaxElementSize)
+		}
+		sizes[i] = int64(n)
+	}
 	s.mu.Lock()
 	defer s.unlockAndStart()
 	q, err := s.queryLocked(req.Query)
@@ -185,7 +192,7 @@ func (s *Stage) newMapGroupLocked(m *Map, col *column.Column, prims []uint64, si
 	}
 	g.Group = Group{ID: newHandle(), Attribute: w.attr, Ordinal: w.ordinal, IsArray: w.schema.IsArray,
 		Semantic: w.schema.Semantic, PrimList: m.q.List, PrimCount: uint32(len(prims)),
-		FloorOrdinal: s.floors.effective(w.attr), dict: s.dict}
+		FloorOrdinal: s.floors.effective(w.attr), dict: s.dict, staged: true}
 	if sizes == nil {
 		g.Tensors = []TensorView{{Buffer: staging.Retain(), DType: w.schema.DType, Rows: int64(len(prims)), DeviceType: dlpack.DeviceCPU}}
 	} else {

@@ -246,7 +246,7 @@ func testDeviceWriteStaysOnTheDevice(t *testing.T, g *gpuFixture) {
 
 	// A DLPack export of the group views the column's device memory and outlives the group
 	// and the stage; the memory is freed with the export.
-	addr, err := dlpack.Export(tv.Buffer, tv.ByteOffset, tv.DType, tv.Rows, tv.DeviceType, tv.DeviceID, true)
+	addr, err := dlpack.Export(tv.Buffer, tv.ByteOffset, tv.DType, tv.Rows, tv.DeviceType, tv.DeviceID, dlpack.ReadOnly)
 	require.NoError(t, err)
 	require.NoError(t, g.s.ReleaseGroup(grp.ID))
 	g.s.Destroy()

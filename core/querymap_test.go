@@ -174,7 +174,7 @@ func TestMapStartsWithCurrentValuesAndCommitsAtItsOrdinal(t *testing.T) {
 	// A new ragged column with element_sizes.
 	pts := f.token("pts")
 	h, mop, err = f.s.MapAttribute(MapRequest{Query: f.query, AttrToken: pts, Ordinal: 3,
-		DType: dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}, ElementSizes: []int64{1, 2, 0}})
+		DType: dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}, ElementSizes: []uint64{1, 2, 0}})
 	require.NoError(t, err)
 	f.wait(mop)
 	g, err = f.s.FetchMapNext(h, TimeoutInfinite)
@@ -265,4 +265,26 @@ func TestPathInPredicatesRejectMalformedPaths(t *testing.T) {
 	// PREFIX compares bytes: a trailing "/" means "strictly under".
 	got, _ := f.filter(Predicate{Attr: f.token(BuiltinPath), Op: OpPrefix, Values: []string{"/World/"}})
 	assert.Equal(t, []string{"/World/A"}, got)
+}
+
+func TestElementSizesOutOfRangeReportTheValueGiven(t *testing.T) {
+	f := newFixture(t)
+	_, _, err := f.s.MapAttribute(MapRequest{Query: f.query, AttrToken: f.attr, Ordinal: 2,
+		DType: dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}, ElementSizes: []uint64{1, 1 << 63, 0}})
+	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
+	assert.ErrorContains(t, err, "element_sizes[1] = 9223372036854775808 is out of range")
+}
+
+func TestTokenZeroIsNotAValidToken(t *testing.T) {
+	f := newFixture(t)
+	_, err := f.s.WriteAttribute(WriteRequest{Query: f.query, Ordinal: 1, Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3})}})
+	assert.ErrorContains(t, err, "attribute: token 0 is not a valid token")
+	_, _, err = f.s.ReadAttributes(f.query, []uint64{f.attr, 0}, OrdinalRange{End: 1})
+	assert.ErrorContains(t, err, "attrs[1]: token 0 is not a valid token")
+	_, err = f.s.AdvanceWriteFloor(1, ScopeInclude, []uint64{0})
+	assert.ErrorContains(t, err, "attributes[0]: token 0 is not a valid token")
+	_, _, err = f.s.Query([]Predicate{{Attr: 0, Op: OpHas}}, nil)
+	assert.ErrorContains(t, err, "filter predicate 0 attribute: token 0 is not a valid token")
+	_, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: 1 << 60, Ordinal: 1, Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3})}})
+	assert.ErrorContains(t, err, "attribute: token 1152921504606846976 is not a token of the path dictionary")
 }

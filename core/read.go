@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/ovstage-go/ovstage/core/buffer"
@@ -42,6 +43,8 @@ type Group struct {
 	dict      *pathdict.Dictionary
 	once      sync.Once
 	onRelease func()
+	// staged: a map group, whose tensors are writable staging (not sealed data).
+	staged bool
 }
 
 // SetOnRelease registers cleanup for resources the boundary attached to the group.
@@ -114,8 +117,8 @@ func (s *Stage) ReadAttributes(qh uint64, attrs []uint64, rng OrdinalRange) (uin
 		return 0, 0, status.Errorf(status.InvalidArgument, "ordinal range start %d is after end %d", rng.Start, rng.End)
 	}
 	for i, a := range attrs {
-		if _, err := s.dict.TokenString(a); err != nil {
-			return 0, 0, status.Errorf(status.InvalidArgument, "attrs[%d]: token %d is not a token of the path dictionary", i, a)
+		if !s.validToken(a) {
+			return 0, 0, InvalidToken(fmt.Sprintf("attrs[%d]", i), a)
 		}
 		if s.tokenName(a) == BuiltinActive {
 			return 0, 0, status.Errorf(status.NotSupported, "attrs[%d]: %q is not supported", i, BuiltinActive)

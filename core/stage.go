@@ -4,6 +4,7 @@
 package core
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -176,6 +177,9 @@ func locked[T any](s *Stage, fn func() (T, error)) (T, error) {
 	return fn()
 }
 
+// label names the stage in messages: `stage 1 "name"`.
+func (s *Stage) label() string { return fmt.Sprintf("stage %d %q", s.ID, s.Name) }
+
 func (s *Stage) checkLiveLocked() error {
 	if s.destroyed {
 		return status.Errorf(status.InvalidHandle, "stage %d was destroyed", s.ID)
@@ -241,6 +245,9 @@ type WaitResult struct {
 	Status        status.Code // OK or Timeout
 	ErrorOpIDs    []uint64    // failed ops in the waited op's chain, root cause first
 	LowestPending uint64      // on Timeout: lowest pending op id in the chain
+	// Message describes the root cause (ErrorOpIDs[0]) when there is one: returned with the
+	// wait, so it survives the stage's destruction (which forgets every op).
+	Message string
 }
 
 // WaitOp waits for op id and its dependency chain. timeoutNs 0 polls, TimeoutInfinite blocks.
@@ -256,7 +263,15 @@ func (s *Stage) WaitOp(id, timeoutNs uint64) (WaitResult, error) {
 			return WaitResult{Status: status.Timeout, LowestPending: lowest}, nil
 		}
 	}
-	return WaitResult{Status: status.OK, ErrorOpIDs: op.FailedChain()}, nil
+	res := WaitResult{Status: status.OK, ErrorOpIDs: op.FailedChain()}
+	if len(res.ErrorOpIDs) > 0 {
+		if res.Message = s.LastOpError(res.ErrorOpIDs[0]); res.Message == "" {
+			// The root cause was released (or forgotten by Destroy): the op's own error
+			// carries it ("input produced by op N failed: ...").
+			res.Message = status.Describe(op.Err())
+		}
+	}
+	return res, nil
 }
 
 // ReleaseOp forgets an op id. A pending op keeps running; only its tracking is dropped.

@@ -73,9 +73,9 @@ type preparedWrite struct {
 
 // resolveAttribute returns the token for a token-or-string attribute argument.
 func (s *Stage) resolveAttribute(tok uint64, name, arg string) (uint64, error) {
-	if tok != 0 {
-		if _, err := s.dict.TokenString(tok); err != nil {
-			return 0, status.Errorf(status.InvalidArgument, "%s: token %d is not a token of the path dictionary", arg, tok)
+	if tok != 0 || name == "" {
+		if !s.validToken(tok) {
+			return 0, InvalidToken(arg, tok)
 		}
 		return tok, nil
 	}
@@ -84,6 +84,24 @@ func (s *Stage) resolveAttribute(tok uint64, name, arg string) (uint64, error) {
 		return 0, status.Errorf(status.InvalidArgument, "%s: %v", arg, err)
 	}
 	return t, nil
+}
+
+// InvalidToken is the error for an attribute argument arg holding token tok, which names no
+// attribute: 0 (never a token) or a value the path dictionary never issued.
+func InvalidToken(arg string, tok uint64) error {
+	if tok == 0 {
+		return status.Errorf(status.InvalidArgument, "%s: token 0 is not a valid token", arg)
+	}
+	return status.Errorf(status.InvalidArgument, "%s: token %d is not a token of the path dictionary", arg, tok)
+}
+
+// validToken reports whether tok is a token of the path dictionary (0 never is).
+func (s *Stage) validToken(tok uint64) bool {
+	if tok == 0 {
+		return false
+	}
+	_, err := s.dict.TokenString(tok)
+	return err == nil
 }
 
 // prepareWrite validates everything that does not depend on stage state and copies the payload.

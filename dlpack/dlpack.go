@@ -9,7 +9,7 @@ package dlpack
 #include "dlpack.h"
 #include "ovs_buffer.h"
 DLManagedTensorVersioned* ovs_export_new(ovs_buffer* buf, uint64_t byte_offset, uint8_t code,
-	uint8_t bits, uint16_t lanes, int64_t rows, int32_t device_type, int32_t device_id, int readonly);
+	uint8_t bits, uint16_t lanes, int64_t rows, int32_t device_type, int32_t device_id, uint64_t flags);
 void* ovs_export_clone(DLManagedTensorVersioned* src, int versioned);
 void ovs_export_free(DLManagedTensorVersioned* m);
 void ovs_capsule_destructor(void* capsule);
@@ -254,16 +254,23 @@ func (t Tensor) CopyCompact(dst []byte) error {
 	}
 }
 
+// Flags are the DLManagedTensorVersioned flags of an export.
+type Flags uint64
+
+// The export flags the engine sets (DLPack values).
+const (
+	// ReadOnly: the consumer must not write (a view of sealed data).
+	ReadOnly Flags = C.OVS_DLPACK_FLAG_READ_ONLY
+	// IsCopied: the data is a private copy, not shared with the producer.
+	IsCopied Flags = C.OVS_DLPACK_FLAG_IS_COPIED
+)
+
 // Export makes a raw (1-D, lanes kept) versioned managed tensor over rows values of dtype in
 // buf at byteOffset, holding its own buffer reference: the template CloneForCapsule copies for
 // each capsule. The result is a DLManagedTensorVersioned* address.
-func Export(buf buffer.Buffer, byteOffset int, dt DType, rows int64, deviceType, deviceID int32, readonly bool) (uintptr, error) {
-	ro := C.int(0)
-	if readonly {
-		ro = 1
-	}
+func Export(buf buffer.Buffer, byteOffset int, dt DType, rows int64, deviceType, deviceID int32, flags Flags) (uintptr, error) {
 	m := C.ovs_export_new((*C.ovs_buffer)(buf.Raw()), C.uint64_t(byteOffset), C.uint8_t(dt.Code),
-		C.uint8_t(dt.Bits), C.uint16_t(dt.Lanes), C.int64_t(rows), C.int32_t(deviceType), C.int32_t(deviceID), ro)
+		C.uint8_t(dt.Bits), C.uint16_t(dt.Lanes), C.int64_t(rows), C.int32_t(deviceType), C.int32_t(deviceID), C.uint64_t(flags))
 	if m == nil {
 		return 0, status.Errorf(status.OutOfMemory, "cannot allocate a DLPack export")
 	}

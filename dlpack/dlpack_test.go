@@ -32,7 +32,7 @@ func TestExportHoldsBufferReferenceAndExpandsLanes(t *testing.T) {
 	buf, err := buffer.New(2 * 3 * 4)
 	require.NoError(t, err)
 	before := buffer.LiveCount()
-	tmpl, err := Export(buf, 0, DType{Code: CodeFloat, Bits: 32, Lanes: 3}, 2, DeviceCPU, 0, true)
+	tmpl, err := Export(buf, 0, DType{Code: CodeFloat, Bits: 32, Lanes: 3}, 2, DeviceCPU, 0, ReadOnly)
 	require.NoError(t, err)
 	buf.Release() // the export keeps the memory alive
 	assert.Equal(t, before, buffer.LiveCount())

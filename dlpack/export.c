@@ -58,7 +58,7 @@ static void fill_tensor(DLTensor* t, int64_t* shape, int64_t* strides, const DLT
 // starting at byte_offset: a 1-D template that ovs_export_clone turns into capsule exports.
 DLManagedTensorVersioned* ovs_export_new(ovs_buffer* buf, uint64_t byte_offset, uint8_t code,
                                          uint8_t bits, uint16_t lanes, int64_t rows,
-                                         int32_t device_type, int32_t device_id, int readonly) {
+                                         int32_t device_type, int32_t device_id, uint64_t flags) {
 	ovs_export_v* e = (ovs_export_v*)calloc(1, sizeof(ovs_export_v));
 	if (!e) return NULL;
 	ovs_buffer_retain(buf);
@@ -80,7 +80,7 @@ DLManagedTensorVersioned* ovs_export_new(ovs_buffer* buf, uint64_t byte_offset, 
 	e->m.version.minor = OVS_DLPACK_MINOR;
 	e->m.manager_ctx = e;
 	e->m.deleter = delete_v;
-	e->m.flags = readonly ? OVS_DLPACK_FLAG_READ_ONLY : 0;
+	e->m.flags = flags;
 	return &e->m;
 }
 

@@ -12,7 +12,7 @@ import (
 func TestExportBufferIsTheViewedBuffer(t *testing.T) {
 	buf, err := buffer.New(64)
 	require.NoError(t, err)
-	addr, err := Export(buf, 16, DType{Code: CodeFloat, Bits: 32, Lanes: 1}, 4, DeviceCPU, 0, true)
+	addr, err := Export(buf, 16, DType{Code: CodeFloat, Bits: 32, Lanes: 1}, 4, DeviceCPU, 0, ReadOnly)
 	require.NoError(t, err)
 	got, err := ExportBuffer(addr)
 	require.NoError(t, err)

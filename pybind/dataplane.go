@@ -74,7 +74,7 @@ func WriteAttributes(stageID, query uint64, entriesAddr uintptr, n int, ordinal 
 			}
 			req.AttrToken, req.Semantic, req.IsArray = e.Attr, int32(e.Semantic), e.IsArray != 0
 			if req.AttrToken == 0 {
-				return 0, status.Errorf(status.InvalidArgument, "writes[%d]: attribute token is 0", i)
+				return 0, core.InvalidToken(fmt.Sprintf("writes[%d]: attribute", i), 0)
 			}
 			reqs[i] = req
 		}
@@ -93,7 +93,7 @@ func DeleteAttributes(stageID, query uint64, tokensAddr uintptr, n int, ordinal 
 		toks := cptr.Uint64s(tokensAddr, n)
 		for i, t := range toks {
 			if t == 0 {
-				return 0, status.Errorf(status.InvalidArgument, "attributes[%d]: token 0 is not an attribute", i)
+				return 0, core.InvalidToken(fmt.Sprintf("attributes[%d]", i), 0)
 			}
 		}
 		return s.DeleteAttributes(core.DeleteRequest{Query: query, Tokens: toks, Ordinal: ordinal})

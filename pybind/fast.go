@@ -1,8 +1,7 @@
 package pybind
 
 import (
-	"sync/atomic"
-	"unsafe"
+	"math/bits"
 
 	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/status"
@@ -10,76 +9,58 @@ import (
 	"github.com/ovstage-go/ovstage/internal/cptr"
 )
 
-// numpyLayout holds the byte offsets of the fields of numpy's PyArrayObject that WriteNumpy
-// reads (data pointer, ndim, dims pointer, flags). python/ovstage measures them once at import
-// against numpy's own accessors and sets them only if every check passes; until then WriteNumpy
-// always falls back.
-type numpyLayout struct{ data, nd, dims, flags uintptr }
-
-var layout atomic.Pointer[numpyLayout]
-
 // fallback tells the Python layer to take the general write path (not an error of the write).
 const fallbackCode = -1
 
 var errFallback = status.Errorf(fallbackCode, "fallback")
 
-// SetNumpyLayout records the PyArrayObject field offsets (see numpyLayout); all zero disables
-// the fast path.
-func SetNumpyLayout(data, nd, dims, flags int) (bool, error) {
-	return call(func() (bool, error) {
-		if data <= 0 || nd <= 0 || dims <= 0 || flags <= 0 {
-			layout.Store(nil)
-			return false, nil
-		}
-		layout.Store(&numpyLayout{data: uintptr(data), nd: uintptr(nd), dims: uintptr(dims), flags: uintptr(flags)})
-		return true, nil
-	})
-}
+// fastMaxDims is the most dimensions WriteNumpy takes (d0..d3); more take the general path.
+const fastMaxDims = 4
 
-const npyCContiguous = 0x0001
-
-// WriteNumpy is write_attribute's fast path for the common case: one C-contiguous numpy array
-// (the PyArrayObject at arrAddr, which the caller keeps alive), an attribute token, no
-// index_map/mask/count, semantic 0, UPSERT, is_array false. code/bits/lanes describe the
-// array's (native byte order) dtype. It builds the same request as WriteAttribute and goes
-// through the same validation; anything it does not cover returns "[ovstage:-1] fallback" so
-// the caller takes the general path.
-func WriteNumpy(stageID, query, attrToken, ordinal uint64, arrAddr uintptr, code, bits, lanes int) (uint64, error) {
+// WriteNumpy is write_attribute's fast path for the common case: one C-contiguous host array
+// of nbytes bytes at data with nd dims d0..d3 (unused ones 0), an attribute token, no
+// index_map/mask/count, semantic 0, UPSERT, is_array false. code/bits describe its
+// one-lane dtype. The caller read all of that from the numpy array while it held the GIL:
+// this function runs without it and must never read the array object itself (another
+// thread may be reshaping it). It builds the same request as WriteAttribute and goes through
+// the same validation; anything it does not cover, or a header that does not add up (dims
+// whose product is not nbytes: read while another thread changed the dtype), returns
+// "[ovstage:-1] fallback" so the caller takes the general path.
+func WriteNumpy(stageID, query, attrToken, ordinal uint64, data uintptr, nbytes int64, code, bitWidth int,
+	nd int, d0, d1, d2, d3 int64) (uint64, error) {
 	return call(func() (uint64, error) {
-		l := layout.Load()
-		if l == nil || arrAddr == 0 || code < 0 || code > 255 || bits <= 0 || bits > 255 || lanes <= 0 || lanes > 0xFFFF {
+		if data == 0 || nd < 1 || nd > fastMaxDims || code < 0 || code > 255 ||
+			bitWidth <= 0 || bitWidth > 64 || bitWidth%8 != 0 || nbytes <= 0 {
 			return 0, errFallback
 		}
-		base := cptr.At(arrAddr)
-		nd := int(*(*int32)(unsafe.Add(base, l.nd)))
-		flags := *(*int32)(unsafe.Add(base, l.flags))
-		if nd < 1 || nd > dlpack.MaxDims || flags&npyCContiguous == 0 {
+		// One allocation for the request's tensor list and its shape.
+		box := &struct {
+			t     [1]dlpack.Tensor
+			shape [fastMaxDims]int64
+		}{shape: [fastMaxDims]int64{d0, d1, d2, d3}}
+		shape := box.shape[:nd]
+		size := uint64(bitWidth / 8)
+		for _, d := range shape {
+			if d <= 0 { // empty arrays take the general path
+				return 0, errFallback
+			}
+			hi, lo := bits.Mul64(size, uint64(d))
+			if hi != 0 {
+				return 0, errFallback
+			}
+			size = lo
+		}
+		if size != uint64(nbytes) {
 			return 0, errFallback
 		}
 		s, err := stage(stageID)
 		if err != nil {
 			return 0, err
 		}
-		dims := unsafe.Slice(*(**int64)(unsafe.Add(base, l.dims)), nd)
-		// One allocation for the request's tensor list and a small shape.
-		box := &struct {
-			t     [1]dlpack.Tensor
-			shape [4]int64
-		}{}
-		shape := box.shape[:0]
-		if nd > len(box.shape) {
-			shape = make([]int64, 0, nd)
-		}
-		for _, d := range dims {
-			if d <= 0 {
-				return 0, errFallback // empty arrays take the general path
-			}
-			shape = append(shape, d)
-		}
 		box.t[0] = dlpack.Tensor{
-			Data:       *(*unsafe.Pointer)(unsafe.Add(base, l.data)),
+			Data:       cptr.At(data),
 			DeviceType: dlpack.DeviceCPU,
-			DType:      dlpack.DType{Code: uint8(code), Bits: uint8(bits), Lanes: uint16(lanes)},
+			DType:      dlpack.DType{Code: uint8(code), Bits: uint8(bitWidth), Lanes: 1},
 			Shape:      shape,
 		}
 		return s.WriteAttribute(core.WriteRequest{Query: query, AttrToken: attrToken, Ordinal: ordinal,

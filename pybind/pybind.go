@@ -251,22 +251,27 @@ func ReleaseRead(stageID, read uint64) (uint64, error) {
 }
 
 // ExportGroupTensor exports tensor index of a group as a DLManagedTensorVersioned* holding its
-// own buffer reference (valid after the group and the stage are gone).
+// own buffer reference (valid after the group and the stage are gone). A writable export of a
+// read group is a private copy (flagged IS_COPIED): sealed data never changes.
 func ExportGroupTensor(stageID, group uint64, index int, readonly bool) (uintptr, error) {
 	return call(func() (uintptr, error) {
 		s, err := stage(stageID)
 		if err != nil {
 			return 0, err
 		}
-		g, err := s.Group(group)
+		tv, copied, err := s.ExportView(group, index, !readonly)
 		if err != nil {
 			return 0, err
 		}
-		if index < 0 || index >= len(g.Tensors) {
-			return 0, status.Errorf(status.InvalidArgument, "tensor index %d is outside 0..%d", index, len(g.Tensors)-1)
+		defer tv.Buffer.Release()
+		var flags dlpack.Flags
+		if readonly {
+			flags |= dlpack.ReadOnly
 		}
-		tv := g.Tensors[index]
-		return dlpack.Export(tv.Buffer, tv.ByteOffset, tv.DType, tv.Rows, tv.DeviceType, tv.DeviceID, readonly)
+		if copied {
+			flags |= dlpack.IsCopied
+		}
+		return dlpack.Export(tv.Buffer, tv.ByteOffset, tv.DType, tv.Rows, tv.DeviceType, tv.DeviceID, flags)
 	})
 }
 
@@ -281,7 +286,8 @@ func ManagedFree(addr uintptr) (bool, error) {
 	return call(func() (bool, error) { dlpack.Free(addr); return true, nil })
 }
 
-// WaitOp waits for an op and its chain; it returns "<status> <lowest pending> <failed ids>".
+// WaitOp waits for an op and its chain; it returns "<status> <lowest pending> <failed ids>
+// <root cause message>" (the message last: it may contain spaces; empty without a failure).
 func WaitOp(stageID, op, timeoutNs uint64) (string, error) {
 	return call(func() (string, error) {
 		s, err := stage(stageID)
@@ -296,7 +302,7 @@ func WaitOp(stageID, op, timeoutNs uint64) (string, error) {
 		for i, id := range res.ErrorOpIDs {
 			ids[i] = strconv.FormatUint(id, 10)
 		}
-		return fmt.Sprintf("%d %d %s", int32(res.Status), res.LowestPending, strings.Join(ids, ",")), nil
+		return fmt.Sprintf("%d %d %s %s", int32(res.Status), res.LowestPending, strings.Join(ids, ","), res.Message), nil
 	})
 }
 

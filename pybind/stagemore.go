@@ -95,10 +95,7 @@ func MapAttribute(stageID, query, attrToken uint64, attrName string, ordinal uin
 			PrimMode: primMode, Semantic: semantic,
 			DType: dlpack.DType{Code: uint8(code), Bits: uint8(bits), Lanes: uint16(lanes)}}
 		if hasSizes {
-			req.ElementSizes = []int64{}
-			for _, v := range cptr.Uint64s(sizesAddr, nSizes) {
-				req.ElementSizes = append(req.ElementSizes, int64(min(v, 1<<62)))
-			}
+			req.ElementSizes = append([]uint64{}, cptr.Uint64s(sizesAddr, nSizes)...)
 		}
 		h, op, err := s.MapAttribute(req)
 		return handleAndOp(h, op), err

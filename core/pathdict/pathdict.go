@@ -268,9 +268,9 @@ func (d *Dictionary) CreateList(paths []Path) (ListID, error) {
 func (d *Dictionary) checkPaths(paths []Path) error {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	for _, p := range paths {
+	for i, p := range paths {
 		if !d.validPathLocked(p) {
-			return errorf("Path " + itoa(p) + " was not found")
+			return errorf("paths[" + itoa(uint64(i)) + "]: Path " + itoa(p) + " was not found")
 		}
 	}
 	return nil

@@ -183,6 +183,8 @@ class DLTensor(ctypes.Structure):
         deleter = managed.deleter
         _capsule_set_name(capsule, _USED_LEGACY_NAME)
         tensor._keepalive = obj
+        # A legacy capsule cannot say "read-only"; our own read-only exports are kept so.
+        tensor._read_only = isinstance(obj, ManagedDLTensor) and obj.readonly
         weakref.finalize(tensor, _run_deleter, deleter, managed_addr, obj)
         return tensor
 
@@ -258,6 +260,44 @@ _capsule_new = ctypes.PYFUNCTYPE(
     ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p
 )(("PyCapsule_New", ctypes.pythonapi))
 _DELETER_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+# The engine rejects a larger ndim before it reads the shape (dlpack.MaxDims).
+_ENGINE_MAX_DIMS = 32
+
+
+def private_dltensor(src: DLTensor) -> DLTensor:
+    """A copy of a caller's ``DLTensor`` for the engine, unvalidated, owning its shape and
+    strides and keeping ``src`` alive.
+
+    The engine reads a descriptor after the GIL is released; a copy taken while it is held
+    cannot change under it when another thread assigns ``src.shape`` or ``src.ndim`` (the
+    old shape array may be freed). An ndim the engine rejects is kept, without its shape.
+    """
+    # Straight-line field reads and pointer slices, no calls: CPython switches threads only
+    # at calls and backward jumps, so no other thread changes ``src`` in between.
+    ndim = src.ndim
+    shape_ptr, strides_ptr = src.shape, src.strides
+    dims = ndim if 0 < ndim <= _ENGINE_MAX_DIMS else 0
+    shape_values = shape_ptr[:dims] if dims and shape_ptr else None
+    stride_values = strides_ptr[:dims] if dims and strides_ptr else None
+    data, byte_offset, device, dtype = src.data, src.byte_offset, src.device, src.dtype
+    device_type, device_id = device.device_type, device.device_id
+    code, bits, lanes = dtype.code, dtype.bits, dtype.lanes
+    shape = None if shape_values is None else _int64_array(shape_values)
+    strides = None if stride_values is None else _int64_array(stride_values)
+    tensor = DLTensor(
+        data=data,
+        device=DLDevice(device_type, device_id),
+        ndim=ndim,
+        dtype=DLDataType(code, bits, lanes),
+        shape=shape,
+        strides=strides,
+        byte_offset=byte_offset,
+    )
+    tensor._arrays = (shape, strides)
+    tensor._keepalive = src
+    return tensor
 
 
 def _run_deleter(deleter: int | None, managed_addr: int, producer: object) -> None:
@@ -467,6 +507,10 @@ def _numpy_tensor(
     device_type: int,
     device_id: int,
 ) -> DLTensor:
+    if isinstance(array, np.ndarray):
+        # A view copies the header in one step: its dtype, shape and strides are ours alone,
+        # so a thread reassigning array.shape / array.dtype cannot tear what is read below.
+        array = array.view()
     arr = np.ascontiguousarray(array)
     if arr.dtype.hasobject:
         raise TypeError(f"array must hold plain data, got dtype {arr.dtype}")
@@ -614,6 +658,10 @@ def dltensor_to_numpy(tensor: DLTensor, *, readonly: bool = False) -> np.ndarray
     Non-host devices raise ``NotImplementedError``; non-compact strides raise
     ``ValueError``. With ``readonly=True`` the view is backed by a read-only buffer
     (``WRITEABLE`` cannot be turned back on). The view keeps ``tensor`` alive.
+
+    A tensor of sealed data (``ReadGroup.tensor(i)``, the ``raw_dltensor`` of a read-only
+    export) must never be written: with ``readonly=False`` it comes back as a writable private
+    copy, not a view.
     """
     if not isinstance(tensor, DLTensor):
         raise TypeError(f"tensor must be a DLTensor, got {type(tensor).__name__}")
@@ -637,9 +685,11 @@ def dltensor_to_numpy(tensor: DLTensor, *, readonly: bool = False) -> np.ndarray
     buffer = (ctypes.c_char * nbytes).from_address(tensor.data + tensor.byte_offset)
     buffer._owner = tensor
     view = memoryview(buffer).cast("B")
-    if readonly:
+    sealed = getattr(tensor, "_read_only", False)
+    if readonly or sealed:
         view = view.toreadonly()
-    return np.frombuffer(view, dtype=np_dtype, count=count)
+    result = np.frombuffer(view, dtype=np_dtype, count=count)
+    return result.copy() if sealed and not readonly else result
 
 
 # ------------------------------------------------------------------------------
@@ -762,6 +812,8 @@ class ManagedDLTensor:
         except BaseException:
             exporter.free(versioned_addr)
             raise
+        # The raw tensor of a read-only export views sealed data (see dltensor_to_numpy).
+        tensor._read_only = bool(readonly)
         self = cls.__new__(cls)
         self._tensor = tensor
         self._manager_ctx = versioned_addr
@@ -810,11 +862,23 @@ class ManagedDLTensor:
 
     def numpy(self) -> np.ndarray:
         """``np.from_dlpack(self)``: a zero-copy numpy view (CPU tensors only: other devices
-        raise ``NotImplementedError``)."""
-        if self._tensor.device.device_type not in _HOST_DEVICES:
-            where = _device_name(self._tensor.device.device_type)
+        raise ``NotImplementedError``). numpy has no bfloat16: such a tensor comes back as its
+        raw ``uint16`` bits (a view, read-only if the export is); a dtype numpy cannot hold at
+        all (float8, int4 ...) raises ``ValueError`` naming it."""
+        raw = self._tensor
+        if raw.device.device_type not in _HOST_DEVICES:
+            where = _device_name(raw.device.device_type)
             raise NotImplementedError(f"numpy views need host memory; tensor is on {where}")
-        return np.from_dlpack(self)
+        if (raw.dtype.code, raw.dtype.bits) not in _DL_TO_NUMPY:
+            raise ValueError(f"numpy has no dtype for this tensor's {raw.dtype!r}")
+        if raw.dtype.code != DLDataTypeCode.kDLBfloat:
+            return np.from_dlpack(self)
+        view = DLTensor._copy_of(raw)
+        view._keepalive = self  # the export owns the storage
+        view._read_only = getattr(raw, "_read_only", False)
+        bits = dltensor_to_numpy(view, readonly=self._readonly)
+        lanes = raw.dtype.lanes
+        return bits.reshape(raw.shape_tuple + ((lanes,) if lanes > 1 else ()))
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return self.device

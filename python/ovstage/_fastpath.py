@@ -1,17 +1,25 @@
 """The fast path of :meth:`Stage.write_attribute` for its most common call.
 
-A write of one C-contiguous numpy array with an ``int`` token or ``str`` name, an ``int``
-ordinal, and every optional argument left at its default, skips the general conversion
-(``make_dltensor``, ctypes descriptor and pointer arrays) and hands the array object's address
-to the native ``WriteNumpy``, which reads the array's data pointer, shape and flags itself and
-then builds the very request the general path would, validated by the same engine code.
+A write of one C-contiguous numpy array (1 to 4 dims) with an ``int`` token or ``str`` name, an
+``int`` ordinal, and every optional argument left at its default, skips the general conversion
+(``make_dltensor``, ctypes descriptor and pointer arrays): it reads the array's shape, size,
+contiguity and data pointer here, while it holds the GIL, and hands them to the native
+``WriteNumpy`` as plain ints. The native side runs without the GIL and never reads the array
+object (another thread may reassign ``arr.shape`` meanwhile: numpy frees the old dims), then
+builds the very request the general path would, validated by the same engine code.
 
-Reading those fields needs their offsets in numpy's ``PyArrayObject``. They are measured once
-here against numpy's own accessors on a set of probe arrays; if any probe disagrees (an
-unusual interpreter or numpy build), the fast path stays off and every write takes the general
-path. Anything the native side does not cover (non-contiguous or empty arrays, more dims than
-it handles) comes back as a ``fallback`` status and also takes the general path, so results
-and exceptions are those of the general path in every case.
+Each value read here is one atomic read under the GIL (``arr.shape`` is a fresh tuple), but
+another thread may change the array between two of them. ``nbytes`` does not change when
+``shape``, ``dtype`` or ``strides`` are reassigned, so the native side checks that the shape
+times the dtype size equals it and otherwise falls back: a dtype read before a concurrent
+``arr.dtype = ...`` cannot pair with a shape read after it.
+
+The data pointer is read from numpy's ``PyArrayObject`` at an offset measured once here against
+numpy's own accessor on a set of probe arrays (``arr.ctypes.data`` costs about a microsecond);
+if any probe disagrees (an unusual interpreter or numpy build), the fast path stays off and
+every write takes the general path. Anything the native side does not cover (empty arrays,
+a header that does not add up) comes back as a ``fallback`` status and also takes the general
+path, so results and exceptions are those of the general path in every case.
 """
 
 from __future__ import annotations
@@ -67,55 +75,42 @@ for _name in (
 _TOKENS: dict[str, int] = {}
 _TOKEN_CACHE_MAX = 4096
 
+# Reads a pointer-sized value at an address (the array's data pointer).
+_void_at = ctypes.c_void_p.from_address
 
-def _probe_layout() -> tuple[int, int, int, int] | None:
-    """Offsets of (data, nd, dimensions, flags) in PyArrayObject, or None if unverifiable."""
-    head = object.__basicsize__  # PyObject_HEAD: 16 bytes on a regular 64-bit CPython
-    data, nd, dims, strides, flags = head, head + 8, head + 16, head + 24, head + 48
+
+def _probe_data_offset() -> int | None:
+    """Offset of the data pointer in PyArrayObject, or None if it cannot be verified."""
     if ctypes.sizeof(ctypes.c_void_p) != 8:
         return None
+    offset = object.__basicsize__  # right after PyObject_HEAD (16 bytes on 64-bit CPython)
     base = np.arange(24, dtype=np.float32)
     probes = [
         base,
         base.reshape(2, 3, 4),
-        base.reshape(4, 6).T,  # F-contiguous, not C
-        base[::2],  # strided
+        base.reshape(4, 6).T,
+        base[::2],
+        base[5:],
         np.zeros((5, 1, 3), dtype=np.uint8),
-        np.zeros(0, dtype=np.int64),
-        np.array(3.0),  # 0-d
+        np.array(3.0),
     ]
     try:
         for arr in probes:
-            addr = id(arr)
-            got_data = ctypes.c_void_p.from_address(addr + data).value or 0
-            got_nd = ctypes.c_int32.from_address(addr + nd).value
-            shape_ptr = ctypes.c_void_p.from_address(addr + dims).value or 0
-            stride_ptr = ctypes.c_void_p.from_address(addr + strides).value or 0
-            got_flags = ctypes.c_int32.from_address(addr + flags).value
-            if got_data != arr.__array_interface__["data"][0] or got_nd != arr.ndim:
-                return None
-            if arr.ndim:
-                got_shape = (ctypes.c_int64 * arr.ndim).from_address(shape_ptr)
-                got_strides = (ctypes.c_int64 * arr.ndim).from_address(stride_ptr)
-                if tuple(got_shape) != arr.shape or tuple(got_strides) != arr.strides:
-                    return None
-            if bool(got_flags & 0x1) != arr.flags.c_contiguous:
+            if _void_at(id(arr) + offset).value != arr.__array_interface__["data"][0]:
                 return None
     except (ValueError, OverflowError, TypeError):
         return None
-    return data, nd, dims, flags
+    return offset
 
 
-def _install() -> bool:
-    offsets = _probe_layout()
-    if offsets is None:
-        call(native.SetNumpyLayout, 0, 0, 0, 0)
-        return False
-    return bool(call(native.SetNumpyLayout, *offsets))
-
+_DATA_OFFSET = _probe_data_offset()
 
 #: Whether the fast path is active in this process.
-enabled: bool = _install()
+enabled: bool = _DATA_OFFSET is not None
+_data_offset: int = _DATA_OFFSET or 0
+
+# Zero dims that pad a shape of 1..4 dims to WriteNumpy's four dim arguments.
+_PADS = ((), (0, 0, 0), (0, 0), (0,), ())
 
 
 def _token(name: str) -> int:
@@ -162,8 +157,17 @@ def write(
         return None
     if not token:
         return None
+    # The header, read while the GIL is held (see the module docstring).
+    shape = array.shape
+    nd = len(shape)
+    if not 0 < nd <= 4 or not array.flags.c_contiguous:
+        return None
+    nbytes = array.nbytes
+    data = _void_at(id(array) + _data_offset).value
     try:
-        op_id = _write_numpy(stage._id, qh, token, ordinal, id(array), dt[0], dt[1], 1)
+        op_id = _write_numpy(
+            stage._id, qh, token, ordinal, data, nbytes, dt[0], dt[1], nd, *shape, *_PADS[nd]
+        )
     except RuntimeError as exc:
         err = error_from_native(exc)
         if not isinstance(err, OvstageError) or err.code == _FALLBACK:

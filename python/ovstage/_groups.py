@@ -9,7 +9,7 @@ import numpy as np
 
 from ._dlpack import DLDeviceType, DLTensor, ManagedDLTensor
 from ._errors import ErrorCode, OvstageError
-from ._guards import as_bool_flag
+from ._guards import as_bool_flag, as_index
 from ._lib import exporter
 from ._warn import warn_finalized
 
@@ -162,6 +162,7 @@ class _GroupBase:
 
     def prim_index(self, local: int) -> int:
         """List-relative index of local prim ``local``."""
+        local = as_index(local, "local")
         prims = self._check().prims
         if not 0 <= local < prims.count:
             raise IndexError(f"local prim {local} is outside [0, {prims.count})")
@@ -183,6 +184,7 @@ class _GroupBase:
 
     def data_row_index(self, local: int) -> int:
         """Data row (tensor index for arrays) of logical element ``local``."""
+        local = as_index(local, "local")
         data = self._check().data
         if not 0 <= local < data.count:
             raise IndexError(f"logical element {local} is outside [0, {data.count})")
@@ -190,6 +192,7 @@ class _GroupBase:
 
     def tensor(self, i: int) -> DLTensor:
         """Raw ``DLTensor`` ``i`` (valid until release; copy what you keep)."""
+        i = as_index(i, "tensor index")
         data = self._check().data
         if not 0 <= i < data.tensor_count:
             raise IndexError(f"tensor index {i} is outside [0, {data.tensor_count})")
@@ -197,7 +200,12 @@ class _GroupBase:
 
     def dlpack(self, i: int = 0, *, readonly: bool | None = None) -> ManagedDLTensor:
         """A DLPack exporter for tensor ``i`` (for ``np/torch.from_dlpack``); the export keeps
-        its storage alive on its own."""
+        its storage alive on its own.
+
+        ``readonly=False`` on a read group exports a private copy of the tensor (made on its
+        device when the export is created, flagged ``IS_COPIED``): writing into it never
+        changes the sealed data. Map groups export their staging itself (writable).
+        """
         self.tensor(i)
         flag = self._readonly_default if readonly is None else as_bool_flag(readonly, "readonly")
         if self._stage is None:
@@ -208,9 +216,10 @@ class _GroupBase:
         return ManagedDLTensor._from_native(addr, flag, exporter)
 
     def array(self, i: int = 0) -> np.ndarray:
-        """Flat numpy view of tensor ``i`` (``prod(shape) * lanes`` values); CPU tensors only."""
+        """Flat numpy view of tensor ``i`` (``prod(shape) * lanes`` values); CPU tensors only.
+        bfloat16 comes back as its raw ``uint16`` bits (numpy has no bfloat16)."""
         self._require_host(i)
-        return np.from_dlpack(self.dlpack(i)).reshape(-1)
+        return self.dlpack(i).numpy().reshape(-1)
 
     def _require_host(self, i: int) -> None:
         """Raise ``NotImplementedError`` unless tensor ``i`` is host memory (GPU columns)."""
@@ -228,8 +237,9 @@ class ReadGroup(_GroupBase):
 
     Local prim ``k`` is path-list entry ``prim_index(k)``; its value is row ``k`` of the
     tensor, or row ``data_row_index(k)`` when ``has_data_index_map``. ``array(i)`` and
-    ``dlpack(i)`` are zero-copy views that keep the storage alive on their own: they stay
-    valid after ``release()``, after the Stage is destroyed and after later writes.
+    ``dlpack(i)`` are zero-copy read-only views that keep the storage alive on their own: they
+    stay valid after ``release()``, after the Stage is destroyed and after later writes.
+    Sealed data never changes: ``dlpack(i, readonly=False)`` is a private copy.
     """
 
     def __init__(self, raw: ReadGroupRaw, stage: Stage | None = None) -> None:
@@ -269,6 +279,13 @@ class ReadGroup(_GroupBase):
 
     # -- fields ---------------------------------------------------------------------------
 
+    def tensor(self, i: int) -> DLTensor:
+        """Raw ``DLTensor`` ``i`` of sealed data (valid until release; copy what you keep).
+        ``dltensor_to_numpy(tensor, readonly=True)`` views it; a writable decode is a copy."""
+        tensor = super().tensor(i)
+        tensor._read_only = True
+        return tensor
+
     @property
     def id(self) -> int:
         """The read group id."""
@@ -300,13 +317,14 @@ class ReadGroup(_GroupBase):
         return int(self._check().semantic)
 
     def array(self, i: int = 0) -> np.ndarray:
-        """Read-only flat numpy view of tensor ``i`` (``prod(shape) * lanes`` values).
+        """Read-only flat numpy view of tensor ``i`` (``prod(shape) * lanes`` values); a
+        bfloat16 tensor comes back as its raw ``uint16`` bits (numpy has no bfloat16).
 
         CPU tensors only: a tensor of a GPU column raises ``NotImplementedError`` (use
         ``dlpack(i)`` with ``torch.from_dlpack`` / ``cupy.from_dlpack``).
         """
         self._require_host(i)
-        return np.from_dlpack(self.dlpack(i, readonly=True)).reshape(-1)
+        return self.dlpack(i, readonly=True).numpy().reshape(-1)
 
     def __repr__(self) -> str:
         if self._released:

@@ -19,13 +19,19 @@ __all__ = [
     "as_attribute",
     "as_bool_flag",
     "as_enum",
+    "as_index",
     "as_int32",
+    "as_native_str",
+    "as_sequence",
     "as_size_t",
     "as_str",
     "as_timeout",
     "as_uint",
     "as_uint32",
     "as_uint64",
+    "attribute_problem",
+    "shown",
+    "string_problem",
 ]
 
 E = TypeVar("E", bound=enum.Enum)
@@ -119,3 +125,68 @@ def as_str(value: object, name: str) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, got {type(value).__name__}")
     return value
+
+
+def as_index(value: object, name: str) -> int:
+    """Validate an index argument: an integer (range checks are the caller's)."""
+    return _as_int(value, name)
+
+
+def as_sequence(value: object, name: str, items: str) -> list[object]:
+    """Validate a sequence argument (not a single ``str``/``bytes``, not ``None``) and return
+    its items as a list; ``items`` says what it should hold (for the ``TypeError``)."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of {items}, got {type(value).__name__}")
+    return list(value)  # type: ignore[call-overload]
+
+
+_SHOWN_MAX = 80
+
+
+def shown(text: str) -> str:
+    """``repr(text)``, shortened for messages (lone surrogates come out as ``\\udcff``)."""
+    if len(text) <= _SHOWN_MAX:
+        return repr(text)
+    return repr(text[:_SHOWN_MAX]) + f"... ({len(text)} characters)"
+
+
+def string_problem(text: str, kind: str, *, empty_ok: bool = False) -> str | None:
+    """Why ``text`` cannot be handed to the engine (which takes NUL-free UTF-8), or None.
+
+    ``kind`` names the string in the message (``"Token"``, ``"Path"``, ...): "<kind> string
+    must be non-empty", "... contains embedded NUL at index 3: 'ab\\x00'", "... is not valid
+    UTF-8 (lone surrogate '\\udcff' at index 2): 'ab\\udcff'". Callers prefix the argument.
+    """
+    if not text:
+        return None if empty_ok else f"{kind} string must be non-empty"
+    nul = text.find("\x00")
+    if nul >= 0:
+        return f"{kind} string contains embedded NUL at index {nul}: {shown(text)}"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = text[exc.start]
+            return (
+                f"{kind} string is not valid UTF-8 (lone surrogate {bad!r} at index "
+                f"{exc.start}): {shown(text)}"
+            )
+    return None
+
+
+def as_native_str(value: object, name: str, kind: str, *, empty_ok: bool = False) -> str:
+    """Validate a ``str`` argument the engine will receive: ``TypeError`` if it is not a str,
+    ``ValueError`` naming the argument if :func:`string_problem` finds one."""
+    text = as_str(value, name)
+    problem = string_problem(text, kind, empty_ok=empty_ok)
+    if problem is not None:
+        raise ValueError(f"{name}: {problem}")
+    return text
+
+
+def attribute_problem(attribute: int | str) -> str | None:
+    """Why a validated attribute (see :func:`as_attribute`) names no attribute, or None:
+    token 0, or a name :func:`string_problem` rejects."""
+    if isinstance(attribute, str):
+        return string_problem(attribute, "Token")
+    return "token 0 is not a valid token" if attribute == 0 else None

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from ._enums import LogSeverity
 from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError
-from ._guards import as_enum, as_timeout
+from ._guards import as_enum, as_timeout, string_problem
 from ._lib import call, native
 from ._waits import wait_sliced
 
@@ -174,8 +174,9 @@ def set_log_callback(
             f"channel_filter must be a str or None, got {type(channel_filter).__name__}"
         )
     text = channel_filter or ""
-    if "\x00" in text:
-        raise OvstageError(ErrorCode.INVALID_ARGUMENT, "channel_filter contains an embedded NUL")
+    problem = string_problem(text, "Filter", empty_ok=True)
+    if problem is not None:
+        raise OvstageError(ErrorCode.INVALID_ARGUMENT, f"channel_filter: {problem}")
     if callback is None:
         _clear()
         return

@@ -120,7 +120,7 @@ class Operation:
             raise OvstageError(ErrorCode.INVALID_HANDLE, f"op {self._op_id} was already waited")
         if self._op_id == 0:
             raise OvstageError(ErrorCode.INVALID_HANDLE, "op id 0 is not a valid op")
-        code, error_ids, lowest = self._stage.wait_op(self._op_id, timeout_ns)  # interruptible
+        code, error_ids, lowest, root_message = self._stage._wait_op(self._op_id, timeout_ns)
         if code == ErrorCode.TIMEOUT:
             raise OvstageError(
                 ErrorCode.TIMEOUT,
@@ -130,7 +130,7 @@ class Operation:
         self._keepalive = None
         stage = self._stage
         if error_ids:
-            message = stage._last_op_error(error_ids[0]) or f"op {error_ids[0]} failed"
+            message = root_message or f"op {error_ids[0]} failed"
             self._message = message
             stage._release_op_quietly(self._op_id)
             raise OvstageError(ErrorCode.OP_FAILED, message)

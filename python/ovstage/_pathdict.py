@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._errors import OVX_API_ERROR, OvxError
-from ._guards import as_str, as_uint64
+from ._guards import as_sequence, as_str, as_uint64, string_problem
 from ._lib import call, native
 from ._warn import warn_finalized
 
@@ -30,11 +30,11 @@ _added_refs: dict[int, int] = {}
 
 
 def _check_string(value: object, name: str, kind: str) -> str:
+    """A str argument the dictionary can intern; OvxError naming ``name`` otherwise."""
     text = as_str(value, name)
-    if not text:
-        raise OvxError(OVX_API_ERROR, f"{kind} string must be non-empty")
-    if "\x00" in text:
-        raise OvxError(OVX_API_ERROR, f"{kind} string contains embedded NUL")
+    problem = string_problem(text, kind)
+    if problem is not None:
+        raise OvxError(OVX_API_ERROR, f"{name}: {problem}")
     return text
 
 
@@ -161,7 +161,12 @@ class PathDictionary:
     def intern_path(self, s: str) -> int:
         """Intern an absolute prim path ("/" is the root)."""
         self._live("intern_path")
-        return call(native.InternPath, _check_string(s, "s", "Path"))
+        try:
+            return call(native.InternPath, _check_string(s, "s", "Path"))
+        except OvxError as exc:
+            if exc.message.startswith("s: "):
+                raise
+            raise OvxError(exc.code, f"s: {exc.message}") from None
 
     def path_to_string(self, path: int) -> str:
         """Format a path handle as "/a/b" ("/" for the root)."""
@@ -171,7 +176,8 @@ class PathDictionary:
     def create_path_list(self, paths: Sequence[int]) -> PathList:
         """A new list of path handles (refcount 1, owned by the returned PathList)."""
         self._live("create_path_list")
-        ids = array.array("Q", (as_uint64(p, f"paths[{i}]") for i, p in enumerate(paths)))
+        items = as_sequence(paths, "paths", "path handles")
+        ids = array.array("Q", (as_uint64(p, f"paths[{i}]") for i, p in enumerate(items)))
         addr = ids.buffer_info()[0] if ids else 0
         return PathList(call(native.CreatePathListFromPaths, addr, len(ids)))
 
@@ -180,8 +186,9 @@ class PathDictionary:
         self._live("create_path_list_from_strings")
         if isinstance(paths, str):
             raise TypeError("paths must be a sequence of str, not a single str")
+        items = as_sequence(paths, "paths", "str")
         encoded = [
-            _check_string(p, f"paths[{i}]", "Path").encode("utf-8") for i, p in enumerate(paths)
+            _check_string(p, f"paths[{i}]", "Path").encode("utf-8") for i, p in enumerate(items)
         ]
         blob = b"".join(encoded)
         lengths = array.array("Q", (len(e) for e in encoded))

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ._enums import FilterOp
-from ._guards import as_attribute, as_enum
+from ._guards import as_attribute, as_enum, as_sequence
 
 __all__ = ["Filter", "Predicate", "QueryResult"]
 
@@ -25,7 +25,7 @@ class Predicate:
         self.op = as_enum(self.op, FilterOp, "op")
         if isinstance(self.values, (str, bytes)):
             raise TypeError("values must be a sequence of strings, not a single string")
-        self.values = [str(v) for v in self.values]
+        self.values = [str(v) for v in as_sequence(self.values, "values", "strings")]
 
 
 @dataclass
@@ -35,7 +35,7 @@ class Filter:
     predicates: list[Predicate] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.predicates = list(self.predicates)
+        self.predicates = as_sequence(self.predicates, "predicates", "Predicate")  # type: ignore[assignment]
         for i, p in enumerate(self.predicates):
             if not isinstance(p, Predicate):
                 raise TypeError(f"predicates[{i}] must be a Predicate, got {type(p).__name__}")

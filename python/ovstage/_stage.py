@@ -15,7 +15,7 @@ import numpy as np
 from . import _fastpath, _lib
 from ._config import StageConfig, process_config
 from ._cuda import parse_device
-from ._dlpack import DLDataType, DLTensor, make_dltensor
+from ._dlpack import DLDataType, DLTensor, make_dltensor, private_dltensor
 from ._enums import AttributeSemantic, PrimMode, Scope
 from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError, OvxError
 from ._groups import MapGroup, ReadGroup, ReadGroupRaw
@@ -24,12 +24,16 @@ from ._guards import (
     as_bool_flag,
     as_enum,
     as_int32,
+    as_native_str,
+    as_sequence,
     as_size_t,
     as_str,
     as_timeout,
     as_uint,
     as_uint32,
     as_uint64,
+    attribute_problem,
+    string_problem,
 )
 from ._handles import Map, OrdinalQuery, Query, Read
 from ._hierarchy import _HierarchyMixin
@@ -108,8 +112,14 @@ def _addr(buf: array.array[int] | np.ndarray | None) -> int:
 
 
 def _uint_words(values: Any, name: str, dtype: type, bits: int) -> np.ndarray:
-    """Validate a sequence of unsigned ints (index_map entries / mask words)."""
+    """Validate a sequence of unsigned ints (index_map entries / mask words).
+
+    The engine copies the words before it checks them; an ndarray's header is snapshotted
+    with a view first, so another thread reshaping it cannot change the length checked here.
+    """
     arr = np.asarray(values)
+    if arr is values:
+        arr = arr.view()
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
     if arr.size == 0:
@@ -123,9 +133,11 @@ def _uint_words(values: Any, name: str, dtype: type, bits: int) -> np.ndarray:
     if arr.dtype.kind not in "iub":
         raise TypeError(f"{name} must contain integers, got dtype {arr.dtype}")
     if arr.dtype.kind == "i" and (arr < 0).any():
-        raise ValueError(f"{name} entries must be non-negative, got {int(arr.min())}")
+        i = int(np.argmax(arr < 0))
+        raise ValueError(f"{name}[{i}] must be non-negative, got {int(arr[i])}")
     if bits == 32 and arr.dtype.itemsize > 4 and (arr > 0xFFFFFFFF).any():
-        raise ValueError(f"{name} entries must fit in uint32, got {int(arr.max())}")
+        i = int(np.argmax(arr > 0xFFFFFFFF))
+        raise ValueError(f"{name}[{i}] must fit in uint32, got {int(arr[i])}")
     return np.ascontiguousarray(arr, dtype=dtype)
 
 
@@ -139,6 +151,7 @@ class Stage(_HierarchyMixin):
 
     def __init__(self, name: str | None = None, config: StageConfig | None = None) -> None:
         self._destroyed = True
+        self._destroying = False
         self._config_ref = False
         # Sources of large writes (see _hold), by op id: kept alive until the engine reports
         # that the op no longer reads them, whatever happens to its Operation or op id.
@@ -150,6 +163,8 @@ class Stage(_HierarchyMixin):
         self._holds_lock = threading.Lock()
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name must be a str or None, got {type(name).__name__}")
+        if name is not None:
+            as_native_str(name, "name", "Stage name", empty_ok=True)
         if config is not None and not isinstance(config, StageConfig):
             raise TypeError(f"config must be a StageConfig or None, got {type(config).__name__}")
         if _lib.forked_child():
@@ -177,9 +192,16 @@ class Stage(_HierarchyMixin):
         """The library version ``(major, minor, patch)``."""
         return library_version()
 
+    def _label(self) -> str:
+        """The stage in messages, as the engine names it: ``stage 1 "name"``."""
+        return f'stage {getattr(self, "_id", 0)} "{getattr(self, "name", None) or ""}"'
+
     def _require_live(self, what: str = "Stage method") -> int:
         if self._destroyed:
-            raise OvstageError(ErrorCode.INVALID_HANDLE, f"{what} called after Stage was destroyed")
+            raise OvstageError(
+                ErrorCode.INVALID_HANDLE,
+                f"{what} called after Stage was destroyed ({self._label()})",
+            )
         if _lib.forked_child():
             raise _lib.fork_error()
         return self._id
@@ -196,6 +218,7 @@ class Stage(_HierarchyMixin):
         """
         if self._destroyed:
             return
+        self._destroying = True  # waiters in other threads may lose the stage from now on
         call(native.DestroyStage, self._id)
         self._destroyed = True
         self._holds.clear()  # every op has finished
@@ -231,16 +254,34 @@ class Stage(_HierarchyMixin):
 
         ``error_op_ids`` lists failed ops in the waited op's chain, root cause first.
         """
+        code, error_ids, lowest, _ = self._wait_op(op_id, timeout)
+        return code, error_ids, lowest
+
+    def _wait_op(self, op_id: int, timeout: int) -> tuple[int, list[int], int, str]:
+        """``wait_op`` and the root cause's message ("" without a failure), which the engine
+        returns with the wait: a ``destroy()`` in another thread forgets every op."""
         op = as_uint64(op_id, "op_id")
         timeout_ns = as_timeout(timeout)
         sid = self._require_live("wait_op")
-        out = call(native.WaitOp, sid, op, 0)  # a finished op answers at once
-        if timeout_ns and out.startswith("11 "):  # TIMEOUT: wait in interruptible slices
-            out = wait_sliced(lambda ns: call(native.WaitOp, sid, op, ns), timeout_ns, _op_finished)
-        code, lowest, ids = out.split(" ")
+        try:
+            out = call(native.WaitOp, sid, op, 0)  # a finished op answers at once
+            if timeout_ns and out.startswith("11 "):  # TIMEOUT: wait in interruptible slices
+                out = wait_sliced(
+                    lambda ns: call(native.WaitOp, sid, op, ns), timeout_ns, _op_finished
+                )
+        except OvstageError as exc:
+            if self._destroying and exc.code == ErrorCode.INVALID_HANDLE:
+                raise OvstageError(
+                    exc.code,
+                    f"op {op}: {self._label()} was destroyed while the op was waited for "
+                    "(destroy() completes every pending op, or abandons it if a test gate "
+                    "holds it)",
+                ) from None
+            raise
+        code, lowest, ids, message = out.split(" ", 3)
         if code != "11" and self._holds:
             self._take_sources_done()  # a finished write's source is let go at once
-        return int(code), [int(i) for i in ids.split(",")] if ids else [], int(lowest)
+        return int(code), [int(i) for i in ids.split(",")] if ids else [], int(lowest), message
 
     def wait_op_raw(self, op_id: int, timeout: int = TIMEOUT_INFINITE) -> int:
         """Raw wait returning only the status code."""
@@ -317,7 +358,9 @@ class Stage(_HierarchyMixin):
             raise TypeError(f"filter must be a Filter or None, got {type(filter).__name__}")
         predicates = filter.predicates if filter is not None else []
         if isinstance(attrs, (str, int)):
-            raise TypeError("attrs must be a sequence of attribute tokens or names")
+            raise TypeError(
+                f"attrs must be a sequence of attribute tokens or names, got {type(attrs).__name__}"
+            )
         self._require_live("query")
         try:
             preds, values, tokens = self._encode_query(predicates, attrs)
@@ -349,10 +392,11 @@ class Stage(_HierarchyMixin):
         for i, p in enumerate(predicates):
             attr = self._token(p.attribute, f"filter predicate {i} attribute")
             preds.extend((attr, int(p.op), len(p.values)))
-            for v in p.values:
-                if "\x00" in v:
+            for j, v in enumerate(p.values):
+                problem = string_problem(v, "Value", empty_ok=True)
+                if problem is not None:
                     raise OvstageError(
-                        ErrorCode.INVALID_ARGUMENT, f"filter predicate {i}: a value contains NUL"
+                        ErrorCode.INVALID_ARGUMENT, f"filter predicate {i} value {j}: {problem}"
                     )
                 values.append(v.encode("utf-8"))
         tokens = array.array("Q")
@@ -365,14 +409,14 @@ class Stage(_HierarchyMixin):
         return array.array("Q", (self._token(v, f"{name}[{i}]") for i, v in enumerate(values)))
 
     def _token(self, attr: int | str, what: str) -> int:
-        """A token for an attribute argument: strings are interned; an empty or NUL-containing
-        name raises OvstageError(INVALID_ARGUMENT) naming the argument (enqueue methods turn
-        it into a rejected Operation)."""
+        """A token for an attribute argument: strings are interned; token 0, or an empty,
+        NUL-containing or non-UTF-8 name raises OvstageError(INVALID_ARGUMENT) naming the
+        argument (enqueue methods turn it into a rejected Operation)."""
+        problem = attribute_problem(attr)
+        if problem is not None:
+            raise OvstageError(ErrorCode.INVALID_ARGUMENT, f"{what}: {problem}")
         if isinstance(attr, int):
             return attr
-        if not attr or "\x00" in attr:
-            problem = "must be non-empty" if not attr else "contains embedded NUL"
-            raise OvstageError(ErrorCode.INVALID_ARGUMENT, f"{what}: Token string {problem}")
         try:
             return call(native.InternToken, attr)
         except OvxError as exc:
@@ -512,7 +556,7 @@ class Stage(_HierarchyMixin):
         ordinal = as_uint64(ordinal, "ordinal")
         mode = as_enum(prim_mode, PrimMode, "prim_mode")
         if isinstance(writes, WriteDesc) or not isinstance(writes, Sequence):
-            raise TypeError("writes must be a sequence of WriteDesc")
+            raise TypeError(f"writes must be a sequence of WriteDesc, got {type(writes).__name__}")
         payloads = []
         for i, desc in enumerate(writes):
             if not isinstance(desc, WriteDesc):
@@ -548,7 +592,10 @@ class Stage(_HierarchyMixin):
         qh = _handle_of(query, Query, "query")
         ordinal = as_uint64(ordinal, "ordinal")
         if isinstance(attributes, (str, int)) or attributes is None:
-            raise TypeError("attributes must be a sequence of attribute tokens or names")
+            kind = type(attributes).__name__
+            raise TypeError(
+                f"attributes must be a sequence of attribute tokens or names, got {kind}"
+            )
         values = [as_attribute(a, f"attributes[{i}]") for i, a in enumerate(attributes)]
         self._require_live("delete_attributes")
         try:
@@ -567,15 +614,18 @@ class Stage(_HierarchyMixin):
         source = as_str(source_path, "source_path")
         if isinstance(target_paths, str):
             raise TypeError("target_paths must be a sequence of str, not a single str")
-        targets = [
-            as_str(t, f"target_paths[{i}]").encode("utf-8") for i, t in enumerate(target_paths)
+        texts = [
+            as_str(t, f"target_paths[{i}]")
+            for i, t in enumerate(as_sequence(target_paths, "target_paths", "str"))
         ]
         ordinal = as_uint64(ordinal, "ordinal")
         self._require_live("clone")
-        if "\x00" in source or any(b"\x00" in t for t in targets):
-            return Operation(
-                self, ErrorCode.INVALID_ARGUMENT, 0, message="paths must not contain NUL"
-            )
+        named = [("source_path", source)] + [(f"target_paths[{i}]", t) for i, t in enumerate(texts)]
+        for name, text in named:
+            problem = string_problem(text, "Path")
+            if problem is not None:
+                return Operation(self, ErrorCode.INVALID_ARGUMENT, 0, message=f"{name}: {problem}")
+        targets = [t.encode("utf-8") for t in texts]
         blob = array.array("B", b"".join(targets))
         lens = array.array("Q", (len(t) for t in targets))
         return self._enqueue(
@@ -612,7 +662,9 @@ class Stage(_HierarchyMixin):
         sizes = None
         if element_sizes is not None:
             if isinstance(element_sizes, (str, int)):
-                raise TypeError("element_sizes must be a sequence of ints")
+                raise TypeError(
+                    f"element_sizes must be a sequence of ints, got {type(element_sizes).__name__}"
+                )
             sizes = array.array(
                 "Q", (as_size_t(n, f"element_sizes[{i}]") for i, n in enumerate(element_sizes))
             )
@@ -621,17 +673,12 @@ class Stage(_HierarchyMixin):
         )
         self._require_live("map_attribute")
         token, name = (attr, "") if isinstance(attr, int) else (0, attr)
-        if "\x00" in name:
-            return Map(
-                self,
-                0,
-                Operation(
-                    self,
-                    ErrorCode.INVALID_ARGUMENT,
-                    0,
-                    message="attribute: Token string contains embedded NUL",
-                ),
+        problem = attribute_problem(attr)
+        if problem is not None:
+            rejected = Operation(
+                self, ErrorCode.INVALID_ARGUMENT, 0, message=f"attribute: {problem}"
             )
+            return Map(self, 0, rejected)
         return self._enqueue_handle(
             Map,
             "map_attribute",
@@ -710,7 +757,10 @@ class Stage(_HierarchyMixin):
         ordinal = as_uint64(ordinal, "ordinal")
         sc = as_enum(scope, Scope, "scope")
         if isinstance(attributes, (str, int)):
-            raise TypeError("attributes must be a sequence of attribute tokens or names")
+            kind = type(attributes).__name__
+            raise TypeError(
+                f"attributes must be a sequence of attribute tokens or names, got {kind}"
+            )
         values = [as_attribute(a, f"attributes[{i}]") for i, a in enumerate(attributes or ())]
         self._require_live("advance_write_floor")
         try:
@@ -733,12 +783,18 @@ class Stage(_HierarchyMixin):
 
     def get_attribute_write_floor(self, attribute: int | str | None = None) -> OrdinalQuery:
         """Enqueue a query of ``attribute``'s effective write floor; ``None`` asks for the
-        global floor (the minimum over known attributes)."""
+        global floor (the minimum over known attributes). A bad attribute (token 0, an empty
+        name ...) gives a rejected handle."""
         token = 0
         if attribute is not None:
             value = as_attribute(attribute)
             self._require_live("get_attribute_write_floor")
-            token = self._token(value, "attribute")
+            try:
+                token = self._token(value, "attribute")
+            except OvstageError as exc:
+                if value == 0:
+                    exc = OvstageError(exc.code, f"{exc.message} (None asks for the global floor)")
+                return OrdinalQuery(self, 0, self._rejected(exc))
         return self._ordinal_query(
             "get_attribute_write_floor", native.GetAttributeWriteFloor, token
         )
@@ -815,9 +871,10 @@ class Stage(_HierarchyMixin):
                 f"ordinal_range must be an OrdinalRange, got {type(ordinal_range).__name__}"
             )
         start, end, has_start = ordinal_range.to_c()
-        if isinstance(attrs, (str, int)):
-            raise TypeError("attrs must be a sequence of attribute tokens or names")
-        values = [as_attribute(a, f"attrs[{i}]") for i, a in enumerate(attrs)]
+        if isinstance(attrs, int):
+            raise TypeError("attrs must be a sequence of attribute tokens or names, got int")
+        items = as_sequence(attrs, "attrs", "attribute tokens or names")
+        values = [as_attribute(a, f"attrs[{i}]") for i, a in enumerate(items)]
         self._require_live("read_attributes")
         try:
             tokens = self._tokens(values, "attrs")
@@ -890,32 +947,33 @@ class Stage(_HierarchyMixin):
 
 
 def _sparsity(
-    index_map: Any, mask: Any, count: Any
+    index_map: Any, mask: Any, count: Any, label: str = ""
 ) -> tuple[int, np.ndarray | None, np.ndarray | None]:
-    """Python-side sparse-write guards (spec §5.3); returns (count, index_map, mask)."""
+    """Python-side sparse-write guards; returns (count, index_map, mask). ``label`` prefixes
+    the argument names (a batch entry's ``writes[i]: ``)."""
     if index_map is not None and mask is not None:
-        raise ValueError("index_map and mask are mutually exclusive")
+        raise ValueError(f"{label}index_map and mask are mutually exclusive")
     n = None
     if count is not None:
-        n = as_uint32(count, "count")
+        n = as_uint32(count, f"{label}count")
         if n == 0:
-            raise ValueError("count must be non-zero (omit it to write the whole query)")
+            raise ValueError(f"{label}count must be non-zero (omit it to write the whole query)")
     imap = None
     if index_map is not None:
-        imap = _uint_words(index_map, "index_map", np.uint32, 32)
+        imap = _uint_words(index_map, f"{label}index_map", np.uint32, 32)
         if n is None:
             n = len(imap)
         if n == 0:
-            raise ValueError("index_map is empty: count would be 0")
+            raise ValueError(f"{label}index_map is empty: count would be 0")
         if n > len(imap):
-            raise ValueError(f"count {n} exceeds len(index_map) {len(imap)}")
+            raise ValueError(f"{label}count {n} exceeds len(index_map) {len(imap)}")
     words = None
     if mask is not None:
-        words = _uint_words(mask, "mask", np.uint64, 64)
+        words = _uint_words(mask, f"{label}mask", np.uint64, 64)
         if n is None:
-            raise ValueError("mask requires count")
+            raise ValueError(f"{label}mask requires count")
         if n > 64 * len(words):
-            raise ValueError(f"count {n} exceeds 64 * len(mask) = {64 * len(words)}")
+            raise ValueError(f"{label}count {n} exceeds 64 * len(mask) = {64 * len(words)}")
     return n or 0, imap, words
 
 
@@ -991,13 +1049,13 @@ class _Payload:
         attr = as_attribute(desc.attribute, f"{label}attribute")
         flag = as_bool_flag(desc.is_array, f"{label}is_array")
         sem = as_int32(desc.semantic, f"{label}semantic")
-        n, imap, words = _sparsity(desc.index_map, desc.mask, desc.count)
+        n, imap, words = _sparsity(desc.index_map, desc.mask, desc.count, label)
         rejection = _cuda_rejection(desc.cuda_event, desc.cuda_stream)
-        tensors = _as_dltensors(desc.tensors)
+        tensors = _as_dltensors(desc.tensors, label)
         ptrs = (ctypes.c_void_p * len(tensors))(*(ctypes.addressof(t) for t in tensors))
-        if isinstance(attr, str) and "\x00" in attr:
-            message = f"{label}attribute: Token string contains embedded NUL"
-            rejection = (ErrorCode.INVALID_ARGUMENT, 0, None, message)
+        problem = attribute_problem(attr)
+        if problem is not None:
+            rejection = (ErrorCode.INVALID_ARGUMENT, 0, None, f"{label}attribute: {problem}")
         return cls(attr, flag, sem, n, imap, words, tensors, ptrs, rejection)
 
     def nbytes(self) -> int:
@@ -1027,8 +1085,17 @@ class _Payload:
         )
 
 
-def _as_dltensors(tensors: Any) -> list[DLTensor]:
+def _as_dltensors(tensors: Any, label: str = "") -> list[DLTensor]:
+    """The write's tensors as DLTensors; a conversion error names ``tensors[i]``."""
     items = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
     if not items:
-        raise ValueError("tensors must not be empty")
-    return [t if isinstance(t, DLTensor) else make_dltensor(t) for t in items]
+        raise ValueError(f"{label}tensors must not be empty")
+    out = []
+    for i, t in enumerate(items):
+        try:
+            out.append(private_dltensor(t) if isinstance(t, DLTensor) else make_dltensor(t))
+        except (TypeError, ValueError, BufferError) as exc:
+            if type(exc) not in (TypeError, ValueError, BufferError):
+                raise  # a subclass may not take a plain message
+            raise type(exc)(f"{label}tensors[{i}]: {exc}") from None
+    return out

@@ -2,7 +2,8 @@
 to its target; ratios are measured within the run so machine noise cancels.
 
 1. Python enqueue of a 1,000-prim float32 write without waiting (median), and the
-   enqueue + wait round trip (median).
+   enqueue + wait round trip (median); the same enqueue through the general path (what the
+   fast path of ``write_attribute`` skips), as a ratio.
 2. Go-level enqueue of the same write (``go test -bench``, if a Go toolchain is on PATH).
 3. Pipelined throughput: 8 attributes x 64 ordinals of 4 MiB writes submitted ahead, then
    drained; workers=2 vs workers=1.
@@ -59,11 +60,13 @@ def bench_python_enqueue(samples: int) -> None:
     with ovstage.Stage("bench-enqueue") as stage, make_query(stage, prims, "enq") as query:
         ordinal = 0
 
-        def run(n: int, wait: bool) -> float:
+        def run(n: int, wait: bool, general: bool = False) -> float:
             nonlocal ordinal
             times: list[int] = []
             ops: list[ovstage.Operation] = []
             clock = time.perf_counter_ns
+            # An int prim_mode (not the PrimMode member) takes the general path.
+            kw: dict[str, object] = {"prim_mode": 0} if general else {}
             for i in range(n):
                 ordinal += 1
                 if wait:
@@ -72,7 +75,7 @@ def bench_python_enqueue(samples: int) -> None:
                     times.append(clock() - t0)
                 else:
                     t0 = clock()
-                    op = stage.write_attribute(query, "w", ordinal, values, is_array=False)
+                    op = stage.write_attribute(query, "w", ordinal, values, is_array=False, **kw)
                     times.append(clock() - t0)
                     ops.append(op)
                 if i % 64 == 63:  # a producer's frame: drain, seal (not timed)
@@ -86,8 +89,10 @@ def bench_python_enqueue(samples: int) -> None:
 
         run(2000, False)
         run(2000, True)
+        run(2000, False, general=True)
         enqueue = run(samples, False)
         round_trip = run(samples, True)
+        general = run(samples, False, general=True)
     report(
         "Python enqueue, 1,000-prim float32 write (median)",
         f"{enqueue:.2f} us",
@@ -95,6 +100,9 @@ def bench_python_enqueue(samples: int) -> None:
         enqueue <= 3,
     )
     report("Python enqueue + wait (median)", f"{round_trip:.2f} us", "<= 15 us", round_trip <= 15)
+    report("Python enqueue, general path (median)", f"{general:.2f} us", "(for the ratio)", None)
+    ratio = enqueue / general
+    report("  fast path / general path enqueue", f"{ratio:.2f}", "< 1", ratio < 1)
 
 
 # ---------------------------------------------------------------- 2. Go-level enqueue
@@ -291,6 +299,7 @@ def bench_memory(quick: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    parser.add_argument("--enqueue", action="store_true", help="only the Python enqueue figures")
     parser.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_child:
@@ -301,6 +310,9 @@ def main() -> None:
         f"{ovstage.__version__}",
         flush=True,
     )
+    if args.enqueue:
+        bench_python_enqueue(2000 if args.quick else 20000)
+        return
     bench_memory(args.quick)
     bench_python_enqueue(2000 if args.quick else 20000)
     bench_go_enqueue() if not args.quick else None

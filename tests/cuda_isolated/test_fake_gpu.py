@@ -406,6 +406,42 @@ def test_export_outlives_group_and_stage_and_frees_on_any_thread(fake) -> None:
     assert fake.stat("free") == frees + 1
 
 
+def test_writable_export_of_a_device_read_group_is_a_private_device_copy(
+    stage, query, fake
+) -> None:
+    """Sealed data never changes: ``dlpack(readonly=False)`` copies the tensor on its device
+    (no host round trip), and the consumer's stream waits for that copy."""
+    src = CudaArray(fake, np.array([1, 2, 3], np.float32))
+    consumer = fake.new_stream()
+    try:
+        stage.write_attribute(query, "t", 1, src, is_array=False).wait()
+        stage.advance_write_floor(1).wait()
+        with latest_group(stage, query, 1) as group:
+            sealed = group.tensor(0).data
+            dtod, htod, dtoh = fake.stat("dtod"), fake.stat("htod"), fake.stat("dtoh")
+            export = group.dlpack(0, readonly=False)
+            assert (fake.stat("dtod"), fake.stat("htod"), fake.stat("dtoh")) == (
+                dtod + 1,
+                htod,
+                dtoh,
+            )
+            assert export.device == (CUDA, 0) and export.data != sealed
+            assert read_device(export.data, np.float32, 3) == [1.0, 2.0, 3.0]
+            ctypes.memset(export.data, 0, 12)  # an in-place consumer
+            assert read_device(sealed, np.float32, 3) == [1.0, 2.0, 3.0]
+            fake.trace()
+            capsule = export.__dlpack__(stream=consumer, max_version=(1, 0))
+            assert fake.trace().startswith(f"wait {consumer:#x} "), "waits for the copy"
+            addr, managed = consume(capsule, versioned=True)
+            assert managed.flags == 2  # IS_COPIED, not READ_ONLY
+            run_deleter(managed, addr)
+            del export
+        with latest_group(stage, query, 1) as group:
+            assert read_device(group.tensor(0).data, np.float32, 3) == [1.0, 2.0, 3.0]
+    finally:
+        src.close()
+
+
 # ---------------------------------------------------------------- other write/read paths
 
 

@@ -2,7 +2,8 @@
 
 Each case names one bad argument and the exact outcome: an exception raised by the call
 (type, and code for ``OvstageError``/``OvxError``), or a rejected enqueue (``Operation`` with
-that status, op id 0, ``wait()`` raising it). After each case the stage must read back exactly
+that status, op id 0, ``wait()`` raising it), and optionally texts the message must contain:
+the argument it names and the value given. After each case the stage must read back exactly
 as before, with the same live engine objects and buffers. Inputs that the spec accepts by
 copying (non-contiguous, negative strides, Fortran order, strided DLPack producers) are
 checked separately: they are written with the right values.
@@ -89,17 +90,24 @@ def env() -> Iterator[Env]:
 
 @dataclass(frozen=True)
 class Raises:
-    """The call raises ``exc`` (with ``code`` for OvstageError / OvxError)."""
+    """The call raises ``exc`` (with ``code`` for OvstageError / OvxError) whose text contains
+    each of ``names``."""
 
     exc: type[BaseException]
     code: int | None = None
+    names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Rejected:
-    """The call returns an Operation rejected at enqueue with ``code``."""
+    """The call returns an Operation rejected at enqueue with ``code``, its message containing
+    each of ``names``."""
 
     code: ErrorCode
+    names: tuple[str, ...] = ()
+
+
+SURROGATE = "\udcff"  # a lone surrogate: a str that has no UTF-8 encoding
 
 
 def _dl(
@@ -216,9 +224,41 @@ def _wait_twice(e: Env) -> None:
     op.wait()
 
 
+def _on_group(e: Env, call: Callable[[ovstage.ReadGroup], Any]) -> Any:
+    """``call`` on the group of a latest read of ``s`` (released afterwards)."""
+    with (
+        e.stage.read_attributes(e.query, ["s"], ovstage.OrdinalRange.latest(1)) as read,
+        read.fetch_next() as group,
+    ):
+        return call(group)
+
+
+def _log_filter(text: str) -> None:
+    try:
+        ovstage.set_log_callback(lambda *args: None, channel_filter=text)
+    finally:
+        ovstage.set_log_callback(None)
+
+
+def _batch(e: Env, *writes: ovstage.WriteDesc) -> Any:
+    return e.stage.write_attributes(e.query, list(writes), 2)
+
+
+def _stage_named(name: str) -> None:
+    ovstage.Stage(name).destroy()
+
+
+_BAD_NAME = "s" + SURROGATE
+_SHOWN = repr(_BAD_NAME)  # how messages show the value: 's\\udcff'
+
+
 CASES: list[tuple[str, Callable[[Env], Any], Raises | Rejected]] = [
     # -- wrong dtypes
-    ("complex64", lambda e: e.write(np.zeros(3, np.complex64)), Raises(ValueError)),
+    (
+        "complex64",
+        lambda e: e.write(np.zeros(3, np.complex64)),
+        Raises(ValueError, names=("tensors[0]", "complex64")),
+    ),
     ("complex128", lambda e: e.write(np.zeros(3, np.complex128)), Raises(ValueError)),
     ("object", lambda e: e.write(np.array([1, None, 2], dtype=object)), Raises(TypeError)),
     ("structured", lambda e: e.write(np.zeros(3, dtype=[("a", "f4")])), Raises(ValueError)),
@@ -286,10 +326,18 @@ CASES: list[tuple[str, Callable[[Env], Any], Raises | Rejected]] = [
     ("count-above-prims", lambda e: e.write(np.zeros(4, np.float32), count=4), Rejected(1)),
     ("count-zero", lambda e: e.write(SCALAR, count=0), Raises(ValueError)),
     ("count-float", lambda e: e.write(SCALAR, count=3.0), Raises(TypeError)),
-    ("index-map-2**32", lambda e: e.write(SCALAR, index_map=[0, 1, 1 << 32]), Raises(ValueError)),
+    (
+        "index-map-2**32",
+        lambda e: e.write(SCALAR, index_map=[0, 1, 1 << 32]),
+        Raises(ValueError, names=("index_map[2]", "4294967296")),
+    ),
     ("index-map-past-rows", lambda e: e.write(SCALAR, index_map=[0, 1, 3]), Rejected(1)),
     ("index-map-huge", lambda e: e.write(SCALAR, index_map=[0, 1, (1 << 32) - 1]), Rejected(1)),
-    ("index-map-negative", lambda e: e.write(SCALAR, index_map=[0, -1, 2]), Raises(ValueError)),
+    (
+        "index-map-negative",
+        lambda e: e.write(SCALAR, index_map=[0, -1, 2]),
+        Raises(ValueError, names=("index_map[1]", "-1")),
+    ),
     ("index-map-float", lambda e: e.write(SCALAR, index_map=[0.0, 1.0, 2.0]), Raises(TypeError)),
     ("index-map-2d", lambda e: e.write(SCALAR, index_map=[[0, 1, 2]]), Raises(ValueError)),
     (
@@ -302,8 +350,16 @@ CASES: list[tuple[str, Callable[[Env], Any], Raises | Rejected]] = [
     ("mask-2**64", lambda e: e.write(SCALAR, mask=[1 << 64], count=3), Raises(ValueError)),
     # -- attributes and other arguments
     ("attribute-float", lambda e: e.write(SCALAR, attribute=1.5), Raises(TypeError)),
-    ("attribute-empty", lambda e: e.write(SCALAR, attribute=""), Rejected(1)),
-    ("attribute-nul", lambda e: e.write(SCALAR, attribute="a\x00b"), Rejected(1)),
+    (
+        "attribute-empty",
+        lambda e: e.write(SCALAR, attribute=""),
+        Rejected(1, ("attribute", "must be non-empty")),
+    ),
+    (
+        "attribute-nul",
+        lambda e: e.write(SCALAR, attribute="a\x00b"),
+        Rejected(1, ("attribute", "NUL", "'a\\x00b'")),
+    ),
     ("attribute-forged-token", lambda e: e.write(SCALAR, attribute=1 << 60), Rejected(1)),
     ("attribute-derived", lambda e: e.write(SCALAR, attribute="usd-path"), Rejected(6)),
     ("is-array-int", lambda e: e.write(SCALAR, is_array=1), Raises(TypeError)),
@@ -406,6 +462,222 @@ CASES: list[tuple[str, Callable[[Env], Any], Raises | Rejected]] = [
     ("operation-waited-twice", _wait_twice, Raises(OvstageError, 2)),
     ("forged-token-to-string", lambda e: e.paths.token_to_string(1 << 60), Raises(OvxError, 1)),
     ("forged-path-to-string", lambda e: e.paths.path_to_string(1 << 60), Raises(OvxError, 1)),
+    # -- unclear errors (issue 10): the message names the argument and the value given
+    (
+        "attribute-token-0",
+        lambda e: e.write(SCALAR, attribute=0),
+        Rejected(1, ("attribute: token 0 is not a valid token",)),
+    ),
+    (
+        "attribute-token-0-general-path",
+        lambda e: e.write([SCALAR], attribute=0),
+        Rejected(1, ("attribute: token 0 is not a valid token",)),
+    ),
+    (
+        "attribute-surrogate",
+        lambda e: e.write(SCALAR, attribute=_BAD_NAME),
+        Rejected(1, ("attribute", "UTF-8", _SHOWN)),
+    ),
+    (
+        "attribute-surrogate-general-path",
+        lambda e: e.write([SCALAR], attribute=_BAD_NAME),
+        Rejected(1, ("attribute", "UTF-8", _SHOWN)),
+    ),
+    (
+        "batch-token-0",
+        lambda e: _batch(e, ovstage.WriteDesc(0, SCALAR, False)),
+        Rejected(1, ("writes[0]: attribute: token 0 is not a valid token",)),
+    ),
+    (
+        "batch-attribute-surrogate",
+        lambda e: _batch(
+            e, ovstage.WriteDesc("s", SCALAR, False), ovstage.WriteDesc(_BAD_NAME, SCALAR, False)
+        ),
+        Rejected(1, ("writes[1]: attribute", "UTF-8", _SHOWN)),
+    ),
+    (
+        "batch-tensor-complex",
+        lambda e: _batch(e, ovstage.WriteDesc("s", np.zeros(3, np.complex64), False)),
+        Raises(ValueError, names=("writes[0]: tensors[0]", "complex64")),
+    ),
+    (
+        "read-attrs-token-0",
+        lambda e: e.stage.read_attributes(e.query, ["s", 0], ovstage.OrdinalRange.latest(1)).op,
+        Rejected(1, ("attrs[1]: token 0 is not a valid token",)),
+    ),
+    (
+        "read-attrs-surrogate",
+        lambda e: e.stage.read_attributes(e.query, [_BAD_NAME], ovstage.OrdinalRange.latest(1)).op,
+        Rejected(1, ("attrs[0]", "UTF-8", _SHOWN)),
+    ),
+    (
+        "read-attrs-none",
+        lambda e: e.stage.read_attributes(e.query, None, ovstage.OrdinalRange.latest(1)),
+        Raises(TypeError, names=("attrs", "NoneType")),
+    ),
+    (
+        "delete-token-0",
+        lambda e: e.stage.delete_attributes(e.query, [0], 2),
+        Rejected(1, ("attributes[0]: token 0 is not a valid token",)),
+    ),
+    (
+        "delete-surrogate",
+        lambda e: e.stage.delete_attributes(e.query, ["s", _BAD_NAME], 2),
+        Rejected(1, ("attributes[1]", "UTF-8", _SHOWN)),
+    ),
+    (
+        "advance-include-token-0",
+        lambda e: e.stage.advance_write_floor(2, scope=1, attributes=[0]),
+        Rejected(1, ("attributes[0]: token 0 is not a valid token",)),
+    ),
+    (
+        "advance-include-surrogate",
+        lambda e: e.stage.advance_write_floor(2, scope=1, attributes=[_BAD_NAME]),
+        Rejected(1, ("attributes[0]", "UTF-8", _SHOWN)),
+    ),
+    (
+        "floor-token-0",
+        lambda e: e.stage.get_attribute_write_floor(0).op,
+        Rejected(1, ("attribute: token 0 is not a valid token", "None")),
+    ),
+    (
+        "floor-surrogate",
+        lambda e: e.stage.get_attribute_write_floor(_BAD_NAME).op,
+        Rejected(1, ("attribute", "UTF-8", _SHOWN)),
+    ),
+    (
+        "floor-empty-name",
+        lambda e: e.stage.get_attribute_write_floor("").op,
+        Rejected(1, ("attribute", "must be non-empty")),
+    ),
+    (
+        "query-attrs-surrogate",
+        lambda e: e.stage.query(attrs=["s", _BAD_NAME]).op,
+        Rejected(1, ("attrs[1]", "UTF-8", _SHOWN)),
+    ),
+    (
+        "filter-attribute-surrogate",
+        lambda e: (
+            e.stage.query(
+                ovstage.Filter([ovstage.Predicate(_BAD_NAME, ovstage.FilterOp.HAS, [])])
+            ).op
+        ),
+        Rejected(1, ("filter predicate 0 attribute", "UTF-8", _SHOWN)),
+    ),
+    (
+        "filter-value-surrogate",
+        lambda e: (
+            e.stage.query(
+                ovstage.Filter([ovstage.Predicate("s", ovstage.FilterOp.IN, ["1", _BAD_NAME])])
+            ).op
+        ),
+        Rejected(1, ("filter predicate 0 value 1", "UTF-8", _SHOWN)),
+    ),
+    (
+        "filter-predicates-none",
+        lambda e: ovstage.Filter(None),
+        Raises(TypeError, names=("predicates", "NoneType")),
+    ),
+    (
+        "map-token-0",
+        lambda e: e.stage.map_attribute(e.query, 0, 2).op,
+        Rejected(1, ("attribute: token 0 is not a valid token",)),
+    ),
+    (
+        "map-attribute-surrogate",
+        lambda e: e.stage.map_attribute(e.query, _BAD_NAME, 2).op,
+        Rejected(1, ("attribute", "UTF-8", _SHOWN)),
+    ),
+    (
+        "map-element-sizes-2**63",
+        lambda e: e.stage.map_attribute(e.query, "arr", 2, element_sizes=[1, 1 << 63, 1]).op,
+        Rejected(1, ("element_sizes[1] = 9223372036854775808",)),
+    ),
+    (
+        "map-element-sizes-2**64-1",
+        lambda e: e.stage.map_attribute(e.query, "arr", 2, element_sizes=[(1 << 64) - 1] * 3).op,
+        Rejected(1, ("element_sizes[0] = 18446744073709551615",)),
+    ),
+    (
+        "clone-source-surrogate",
+        lambda e: e.stage.clone_async("/Bad/A" + SURROGATE, ["/Bad/Z"], 2),
+        Rejected(1, ("source_path", "UTF-8", repr("/Bad/A" + SURROGATE))),
+    ),
+    (
+        "clone-target-nul",
+        lambda e: e.stage.clone_async("/Bad/A", ["/Bad/Y", "/Bad/Z\x00"], 2),
+        Rejected(1, ("target_paths[1]", "NUL", "'/Bad/Z\\x00'")),
+    ),
+    (
+        "clone-targets-none",
+        lambda e: e.stage.clone_async("/Bad/A", None, 2),
+        Raises(TypeError, names=("target_paths", "NoneType")),
+    ),
+    (
+        "intern-token-surrogate",
+        lambda e: e.paths.intern_token(_BAD_NAME),
+        Raises(OvxError, 1, ("s:", "UTF-8", _SHOWN)),
+    ),
+    (
+        "intern-path-surrogate",
+        lambda e: e.paths.intern_path("/Bad/" + SURROGATE),
+        Raises(OvxError, 1, ("s:", "UTF-8", repr("/Bad/" + SURROGATE))),
+    ),
+    (
+        "intern-path-malformed",
+        lambda e: e.paths.intern_path("Bad//A"),
+        Raises(OvxError, 1, ("s:", "Bad//A")),
+    ),
+    (
+        "path-list-surrogate",
+        lambda e: e.paths.create_path_list_from_strings(["/Bad/A", "/Bad/" + SURROGATE]),
+        Raises(OvxError, 1, ("paths[1]", "UTF-8", repr("/Bad/" + SURROGATE))),
+    ),
+    (
+        "path-list-malformed",
+        lambda e: e.paths.create_path_list_from_strings(["/Bad/A", "Bad//B"]),
+        Raises(OvxError, 1, ("paths[1]", "Bad//B")),
+    ),
+    (
+        "path-list-forged-path",
+        lambda e: e.paths.create_path_list([e.paths.intern_path("/Bad/A"), 1 << 60]),
+        Raises(OvxError, 1, ("paths[1]", str(1 << 60))),
+    ),
+    (
+        "path-list-none",
+        lambda e: e.paths.create_path_list_from_strings(None),
+        Raises(TypeError, names=("paths", "NoneType")),
+    ),
+    (
+        "stage-name-surrogate",
+        lambda e: _stage_named(_BAD_NAME),
+        Raises(ValueError, None, ("name", _SHOWN)),
+    ),
+    (
+        "stage-name-nul",
+        lambda e: _stage_named("a\x00b"),
+        Raises(ValueError, None, ("name", "NUL", "'a\\x00b'")),
+    ),
+    (
+        "log-filter-surrogate",
+        lambda e: _log_filter("ovstage=" + SURROGATE),
+        Raises(OvstageError, 1, ("channel_filter", "UTF-8", repr("ovstage=" + SURROGATE))),
+    ),
+    (
+        "group-tensor-float-index",
+        lambda e: _on_group(e, lambda g: g.tensor(0.0)),
+        Raises(TypeError, names=("tensor index", "float")),
+    ),
+    (
+        "group-dlpack-str-index",
+        lambda e: _on_group(e, lambda g: g.dlpack("0")),
+        Raises(TypeError, names=("tensor index", "str")),
+    ),
+    (
+        "group-prim-index-str",
+        lambda e: _on_group(e, lambda g: g.prim_index("0")),
+        Raises(TypeError, names=("local", "str")),
+    ),
 ]
 
 
@@ -419,14 +691,18 @@ def test_bad_input_fails_cleanly_and_changes_nothing(
             call(env)
         if outcome.code is not None:
             assert info.value.code == outcome.code, info.value  # type: ignore[attr-defined]
+        message = str(info.value)
     else:
         op = call(env)
         assert isinstance(op, ovstage.Operation)
         assert (op.status, op.op_id, op.ok) == (outcome.code, 0, False), op.error_message()
-        assert op.error_message()
+        message = op.error_message()
+        assert message
         with pytest.raises(OvstageError) as info:
             op.wait()
         assert info.value.code == outcome.code
+    for name in outcome.names:
+        assert name in message, f"{name!r} not in {message!r}"
     assert env.snapshot() == before
 
 

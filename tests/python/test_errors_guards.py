@@ -33,13 +33,18 @@ from ovstage._guards import (
     as_attribute,
     as_bool_flag,
     as_enum,
+    as_index,
     as_int32,
+    as_native_str,
+    as_sequence,
     as_size_t,
     as_str,
     as_timeout,
     as_uint,
     as_uint32,
     as_uint64,
+    attribute_problem,
+    string_problem,
 )
 
 # ---------------------------------------------------------------- errors
@@ -319,3 +324,54 @@ def test_as_str() -> None:
     for bad in (b"/World", 1, None):
         with pytest.raises(TypeError, match="path"):
             as_str(bad, "path")
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("", "Token string must be non-empty"),
+        ("a\x00b", "Token string contains embedded NUL at index 1: 'a\\x00b'"),
+        (
+            "ab\udcff",
+            "Token string is not valid UTF-8 (lone surrogate '\\udcff' at index 2): 'ab\\udcff'",
+        ),
+        ("points", None),
+        ("pünkte/点", None),
+    ],
+    ids=["empty", "nul", "lone-surrogate", "ascii", "non-ascii"],
+)
+def test_string_problem_names_what_is_wrong_and_shows_the_value(text, problem) -> None:
+    assert string_problem(text, "Token") == problem
+
+
+def test_string_problem_shortens_long_values_and_may_allow_empty() -> None:
+    assert string_problem("", "Value", empty_ok=True) is None
+    message = string_problem("x" * 500 + "\x00", "Path")
+    assert message is not None and "at index 500" in message and "(501 characters)" in message
+    assert len(message) < 200
+
+
+def test_as_native_str_raises_value_error_naming_the_argument() -> None:
+    assert as_native_str("stage", "name", "Stage name") == "stage"
+    assert as_native_str("", "name", "Stage name", empty_ok=True) == ""
+    with pytest.raises(ValueError, match=r"name: Stage name string is not valid UTF-8"):
+        as_native_str("s\udcff", "name", "Stage name")
+    with pytest.raises(TypeError, match="name must be a str, got bytes"):
+        as_native_str(b"s", "name", "Stage name")
+
+
+def test_attribute_problem() -> None:
+    assert attribute_problem(0) == "token 0 is not a valid token"
+    assert attribute_problem(7) is None
+    assert attribute_problem("p") is None
+    assert attribute_problem("") == "Token string must be non-empty"
+
+
+def test_as_sequence_and_as_index_name_the_argument() -> None:
+    assert as_sequence((1, 2), "attrs", "tokens") == [1, 2]
+    for bad, kind in ((None, "NoneType"), ("ab", "str"), (b"ab", "bytes"), (3, "int")):
+        with pytest.raises(TypeError, match=f"attrs must be a sequence of tokens, got {kind}"):
+            as_sequence(bad, "attrs", "tokens")
+    assert as_index(np.int64(2), "local") == 2
+    with pytest.raises(TypeError, match="local must be an integer, got float"):
+        as_index(1.0, "local")
