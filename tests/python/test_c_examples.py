@@ -8,6 +8,7 @@ must print exactly the lines below; the examples compile with -Wall -Wextra -Wer
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -112,7 +113,7 @@ def test_makefile_says_when_pkg_config_finds_no_ovstage(tmp_path: Path) -> None:
         [shutil.which("make") or "make"],
         cwd=copy,
         env={
-            "PATH": "/usr/bin:/bin",
+            **os.environ,
             "PKG_CONFIG_PATH": str(tmp_path),
             "PKG_CONFIG_LIBDIR": str(tmp_path),
         },
