@@ -124,3 +124,33 @@ def test_makefile_says_when_pkg_config_finds_no_ovstage(tmp_path: Path) -> None:
     )
     assert proc.returncode != 0
     assert "pkg-config finds no ovstage" in proc.stderr
+
+
+def test_readme_c_snippet_compiles_and_runs(library: Path, tmp_path: Path) -> None:
+    """The README's C example, built with the pkg-config line the README gives."""
+    require_tools("pkg-config")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## The C API\n", 1)[1].split("\n## ", 1)[0]
+    source = tmp_path / "app.c"
+    source.write_text(section.split("```c\n", 1)[1].split("```", 1)[0], encoding="utf-8")
+    env = {"PKG_CONFIG_PATH": str(PKGCONFIG_DIR)}
+    flags = run(["pkg-config", "--cflags", "--libs", "ovstage"], env=env, timeout=30).stdout
+    exe = tmp_path / "app"
+    run(
+        [
+            CC,
+            "-std=c11",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            source,
+            *flags.split(),
+            f"-Wl,-rpath,{BUILD / 'lib'}",
+            "-o",
+            exe,
+        ],
+        timeout=120,
+    )
+    proc = run([exe], timeout=60)
+    assert proc.stdout.splitlines() == ["1.5", "2.5"]
+    assert proc.stderr == ""
