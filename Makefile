@@ -97,10 +97,12 @@ test: install libovstage
 	$(GO) test -race ./...
 	$(PYTHON) -m pytest -q -W error::ResourceWarning tests/python
 
-# bench_async.py also runs the Go enqueue benchmark (go test -bench) and prints every target.
-bench: install
+# bench_async.py also runs the Go enqueue benchmark (go test -bench) and prints every target;
+# bench_c_api.py prints the C API's figures (tests/bench/bench_c.c) beside the Python ones.
+bench: install libovstage
 	$(PYTHON) tests/bench/bench_foundation.py
 	$(PYTHON) tests/bench/bench_async.py
+	$(PYTHON) tests/bench/bench_c_api.py
 
 lint:
 	$(PIP) install -q ruff

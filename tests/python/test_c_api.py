@@ -124,3 +124,8 @@ def test_c_api_cuda_placement(library: Path, tmp_path: Path) -> None:
     exe = _build(C_CUDA_TEST, library, tmp_path / "capi_cuda_test")
     _run(exe, "fake", OVSTAGE_CUDA_LIBRARY=str(fake), FAKECUDA_DEVICES="1")
     _run(exe, "absent", OVSTAGE_CUDA_LIBRARY=str(tmp_path / "no-such-libcuda.so.1"))
+
+
+def test_c_benchmark_compiles(library: Path, tmp_path: Path) -> None:
+    """tests/bench/bench_c.c (run by `make bench`, not here) keeps compiling cleanly."""
+    _build(REPO / "tests" / "bench" / "bench_c.c", library, tmp_path / "bench_c")
