@@ -79,17 +79,24 @@ build/lib/libovstage.so: $(LIB_SOURCES)
 	@rm -f build/lib/libovstage.h  # cgo's header of the Go exports, not the API
 	rm -rf build/include && cp -R include build/include
 
-# The C tests (tests/c) under AddressSanitizer and UBSan, leak checking on, against a library
-# built with `go build -asan` (its Go and C code instrumented). Not part of `make test`: the
-# first run rebuilds the Go runtime instrumented (minutes).
+# The C tests (tests/c) and the C examples (examples/c) under AddressSanitizer and UBSan, leak
+# checking on, against a library built with `go build -asan` (its Go and C code instrumented).
+# Not part of `make test`: the first run rebuilds the Go runtime instrumented (minutes).
 CC ?= cc
+C_EXAMPLES := minimal write-flavors producer-consumer
+ASAN_CFLAGS := -std=c11 -D_GNU_SOURCE -g -Wall -Wextra -Werror -fsanitize=address,undefined \
+	-fno-sanitize-recover=all -Iinclude
+ASAN_LDFLAGS := -Lbuild/asan -lovstage -lpthread -Wl,-rpath,$(CURDIR)/build/asan
 capi-asan:
 	@mkdir -p build/asan
 	$(GO) build -buildvcs=false -asan -buildmode=c-shared -ldflags "$(LIB_LDFLAGS)" -o build/asan/libovstage.so ./capi
-	$(CC) -std=c11 -D_GNU_SOURCE -g -Wall -Wextra -Werror -fsanitize=address,undefined \
-		-fno-sanitize-recover=all -Iinclude tests/c/capi_test.c -Lbuild/asan -lovstage -lpthread \
-		-Wl,-rpath,$(CURDIR)/build/asan -o build/asan/capi_test
+	$(CC) $(ASAN_CFLAGS) tests/c/capi_test.c $(ASAN_LDFLAGS) -o build/asan/capi_test
 	OVSTAGE_TEST_HOOKS=1 timeout 600 build/asan/capi_test
+	@for e in $(C_EXAMPLES); do \
+		echo "== examples/c/$$e"; \
+		$(CC) $(ASAN_CFLAGS) examples/c/$$e/main.c $(ASAN_LDFLAGS) -o build/asan/$$e || exit 1; \
+		timeout 300 build/asan/$$e > /dev/null || exit 1; \
+	done
 
 # Handles a test forgets to release fail the suite (-W error::ResourceWarning).
 test: install libovstage

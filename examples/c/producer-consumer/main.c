@@ -127,7 +127,7 @@ typedef struct {
     ovstage_api_status_t status;
 } producer_t;
 
-/* Enqueues one write of frame `frame`; its op joins the pending ones. */
+/* Keeps the op of an accepted enqueue among the pending ones; a rejected one reports itself. */
 static ovstage_api_status_t submit(producer_t* p, ovstage_enqueue_result_t enqueued,
                                    const char* what)
 {
