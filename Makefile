@@ -7,7 +7,7 @@ PIP := $(PYTHON) -m pip
 export PIP_ROOT_USER_ACTION := ignore
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test bench lint build install clean gpu-bundle libovstage capi-asan
+.PHONY: demo test bench lint build install clean gpu-bundle libovstage capi-asan install-c
 
 # Editable install with the test tools; (re)builds the Go extension with gopy.
 install:
@@ -29,7 +29,49 @@ LIB_GIT_BRANCH := $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo lo
 LIB_LDFLAGS := -X main.gitHash=$(LIB_GIT_HASH) -X main.gitBranch=$(LIB_GIT_BRANCH) \
 	-extldflags '-Wl,--version-script=$(CURDIR)/capi/exports.map -Wl,-soname,libovstage.so'
 
-libovstage: build/lib/libovstage.so
+# Beside it, the files C and C++ projects find it with: build/lib/pkgconfig/ovstage.pc (prefix:
+# build/) and the CMake package build/lib/cmake/ovstage/ (find_package(ovstage) -> target
+# ovstage::ovstage), made from capi/package/. The version is the headers' OVSTAGE_VERSION_*.
+version_part = $(shell sed -n 's/^.define OVSTAGE_VERSION_$(1) \([0-9][0-9]*\)$$/\1/p' include/ovstage/ovstage_types.h)
+C_VERSION_MAJOR := $(call version_part,MAJOR)
+C_VERSION_MINOR := $(call version_part,MINOR)
+C_VERSION := $(C_VERSION_MAJOR).$(C_VERSION_MINOR).$(call version_part,PATCH)
+C_PACKAGE_FILES := build/lib/pkgconfig/ovstage.pc build/lib/cmake/ovstage/ovstageConfig.cmake \
+	build/lib/cmake/ovstage/ovstageConfigVersion.cmake
+
+# $(call fill_template,TEMPLATE,OUTPUT,PREFIX): the template with its @...@ fields filled in.
+define fill_template
+	@mkdir -p $(dir $(2))
+	sed -e 's|@PREFIX@|$(3)|g' -e 's|@VERSION@|$(C_VERSION)|g' \
+		-e 's|@VERSION_MAJOR@|$(C_VERSION_MAJOR)|g' -e 's|@VERSION_MINOR@|$(C_VERSION_MINOR)|g' \
+		$(1) > $(2).tmp && mv $(2).tmp $(2)
+endef
+
+libovstage: build/lib/libovstage.so $(C_PACKAGE_FILES)
+
+build/lib/pkgconfig/ovstage.pc: capi/package/ovstage.pc.in include/ovstage/ovstage_types.h
+	$(call fill_template,$<,$@,$(CURDIR)/build)
+
+build/lib/cmake/ovstage/ovstageConfigVersion.cmake: capi/package/ovstageConfigVersion.cmake.in \
+		include/ovstage/ovstage_types.h
+	$(call fill_template,$<,$@,)
+
+build/lib/cmake/ovstage/ovstageConfig.cmake: capi/package/ovstageConfig.cmake
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+# Installs the library, its headers, ovstage.pc (prefix: PREFIX) and the CMake package under
+# $(DESTDIR)$(PREFIX): lib/, include/, lib/pkgconfig/, lib/cmake/ovstage/.
+PREFIX ?= /usr/local
+install-c: libovstage
+	@case '$(PREFIX)' in /*) ;; *) echo "install-c: PREFIX must be an absolute path"; exit 1;; esac
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/lib/cmake/ovstage \
+		$(DESTDIR)$(PREFIX)/include
+	install -m 0755 build/lib/libovstage.so $(DESTDIR)$(PREFIX)/lib/libovstage.so
+	cp -R build/include/. $(DESTDIR)$(PREFIX)/include/
+	$(call fill_template,capi/package/ovstage.pc.in,$(DESTDIR)$(PREFIX)/lib/pkgconfig/ovstage.pc,$(PREFIX))
+	install -m 0644 build/lib/cmake/ovstage/ovstageConfig.cmake \
+		build/lib/cmake/ovstage/ovstageConfigVersion.cmake $(DESTDIR)$(PREFIX)/lib/cmake/ovstage/
 
 build/lib/libovstage.so: $(LIB_SOURCES)
 	@mkdir -p build/lib build/include
@@ -37,17 +79,24 @@ build/lib/libovstage.so: $(LIB_SOURCES)
 	@rm -f build/lib/libovstage.h  # cgo's header of the Go exports, not the API
 	rm -rf build/include && cp -R include build/include
 
-# The C tests (tests/c) under AddressSanitizer and UBSan, leak checking on, against a library
-# built with `go build -asan` (its Go and C code instrumented). Not part of `make test`: the
-# first run rebuilds the Go runtime instrumented (minutes).
+# The C tests (tests/c) and the C examples (examples/c) under AddressSanitizer and UBSan, leak
+# checking on, against a library built with `go build -asan` (its Go and C code instrumented).
+# Not part of `make test`: the first run rebuilds the Go runtime instrumented (minutes).
 CC ?= cc
+C_EXAMPLES := minimal write-flavors producer-consumer
+ASAN_CFLAGS := -std=c11 -D_GNU_SOURCE -g -Wall -Wextra -Werror -fsanitize=address,undefined \
+	-fno-sanitize-recover=all -Iinclude
+ASAN_LDFLAGS := -Lbuild/asan -lovstage -lpthread -Wl,-rpath,$(CURDIR)/build/asan
 capi-asan:
 	@mkdir -p build/asan
 	$(GO) build -buildvcs=false -asan -buildmode=c-shared -ldflags "$(LIB_LDFLAGS)" -o build/asan/libovstage.so ./capi
-	$(CC) -std=c11 -D_GNU_SOURCE -g -Wall -Wextra -Werror -fsanitize=address,undefined \
-		-fno-sanitize-recover=all -Iinclude tests/c/capi_test.c -Lbuild/asan -lovstage -lpthread \
-		-Wl,-rpath,$(CURDIR)/build/asan -o build/asan/capi_test
+	$(CC) $(ASAN_CFLAGS) tests/c/capi_test.c $(ASAN_LDFLAGS) -o build/asan/capi_test
 	OVSTAGE_TEST_HOOKS=1 timeout 600 build/asan/capi_test
+	@for e in $(C_EXAMPLES); do \
+		echo "== examples/c/$$e"; \
+		$(CC) $(ASAN_CFLAGS) examples/c/$$e/main.c $(ASAN_LDFLAGS) -o build/asan/$$e || exit 1; \
+		timeout 300 build/asan/$$e > /dev/null || exit 1; \
+	done
 
 # Handles a test forgets to release fail the suite (-W error::ResourceWarning).
 test: install libovstage
@@ -55,10 +104,12 @@ test: install libovstage
 	$(GO) test -race ./...
 	$(PYTHON) -m pytest -q -W error::ResourceWarning tests/python
 
-# bench_async.py also runs the Go enqueue benchmark (go test -bench) and prints every target.
-bench: install
+# bench_async.py also runs the Go enqueue benchmark (go test -bench) and prints every target;
+# bench_c_api.py prints the C API's figures (tests/bench/bench_c.c) beside the Python ones.
+bench: install libovstage
 	$(PYTHON) tests/bench/bench_foundation.py
 	$(PYTHON) tests/bench/bench_async.py
+	$(PYTHON) tests/bench/bench_c_api.py
 
 lint:
 	$(PIP) install -q ruff

@@ -22,14 +22,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from c_build import CC, INCLUDE, REPO, make_libovstage
 
-REPO = Path(__file__).resolve().parents[2]
-LIB = REPO / "build" / "lib" / "libovstage.so"
-INCLUDE = REPO / "build" / "include"
 C_TEST = REPO / "tests" / "c" / "capi_test.c"
 C_CUDA_TEST = REPO / "tests" / "c" / "capi_cuda_test.c"
 FAKE_DRIVER = REPO / "core" / "cuda" / "testdata" / "fakecuda.c"
-CC = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
 MAKE = shutil.which("make")
 NM = shutil.which("nm")
 C_FLAGS = ["-std=c11", "-D_GNU_SOURCE", "-g", "-Wall", "-Wextra", "-Werror"]
@@ -42,20 +39,7 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def library() -> Path:
     """build/lib/libovstage.so, up to date with this checkout."""
-    env = dict(os.environ)
-    env.setdefault("GO", shutil.which("go") or "go")
-    proc = subprocess.run(
-        [MAKE, "-s", "libovstage"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert proc.returncode == 0, f"make libovstage failed:\n{proc.stdout}{proc.stderr}"
-    assert LIB.is_file() and (INCLUDE / "ovstage" / "ovstage.h").is_file()
-    return LIB
+    return make_libovstage()
 
 
 def _build(source: Path, library: Path, exe: Path) -> Path:
@@ -140,3 +124,8 @@ def test_c_api_cuda_placement(library: Path, tmp_path: Path) -> None:
     exe = _build(C_CUDA_TEST, library, tmp_path / "capi_cuda_test")
     _run(exe, "fake", OVSTAGE_CUDA_LIBRARY=str(fake), FAKECUDA_DEVICES="1")
     _run(exe, "absent", OVSTAGE_CUDA_LIBRARY=str(tmp_path / "no-such-libcuda.so.1"))
+
+
+def test_c_benchmark_compiles(library: Path, tmp_path: Path) -> None:
+    """tests/bench/bench_c.c (run by `make bench`, not here) keeps compiling cleanly."""
+    _build(REPO / "tests" / "bench" / "bench_c.c", library, tmp_path / "bench_c")
