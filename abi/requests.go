@@ -11,7 +11,7 @@ import (
 
 	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/pathdict"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // Filter decodes an ovstage_filter_t (NULL or no predicates: every prim). Predicate
@@ -80,7 +80,7 @@ func Map(query uint64, desc unsafe.Pointer, ordinal uint64, sizes unsafe.Pointer
 		return req, err
 	}
 	req.AttrToken, req.AttrName = tok, s
-	req.DType = dlpack.DType{Code: uint8(d.dtype.code), Bits: uint8(d.dtype.bits), Lanes: uint16(d.dtype.lanes)}
+	req.DType = tensor.DType{Code: uint8(d.dtype.code), Bits: uint8(d.dtype.bits), Lanes: uint16(d.dtype.lanes)}
 	req.Semantic = int32(d.semantic)
 	req.PrimMode = int32(d.prim_mode)
 	if sizes == nil && n > 0 {

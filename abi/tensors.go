@@ -16,7 +16,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // Managed is the set of DLPack managed tensors whose ownership a call took (at call entry,
@@ -71,15 +71,15 @@ func (m *Managed) Release() {
 
 var dlTensorSize = unsafe.Sizeof(C.DLTensor{})
 
-// tensorAt decodes and validates a DLTensor (the checks of dlpack.FromAddress, shared with
+// tensorAt decodes and validates a DLTensor (the checks of FromAddress, shared with
 // every other way a tensor enters the engine).
-func tensorAt(p unsafe.Pointer, name string) (dlpack.Tensor, error) {
-	return dlpack.FromAddress(uintptr(p), name)
+func tensorAt(p unsafe.Pointer, name string) (tensor.Tensor, error) {
+	return FromAddress(uintptr(p), name)
 }
 
 // tensorsOf decodes the tensors of a write data (prefix names the data struct in messages).
 // firstUse records, for managed tensors, where each pointer first appeared across a batch.
-func tensorsOf(d *C.ovstage_write_data_t, prefix string, firstUse map[unsafe.Pointer]string) ([]dlpack.Tensor, error) {
+func tensorsOf(d *C.ovstage_write_data_t, prefix string, firstUse map[unsafe.Pointer]string) ([]tensor.Tensor, error) {
 	n := uint64(d.tensor_count)
 	client, managed := d.tensors != nil, d.managed_tensors != nil
 	switch {
@@ -98,7 +98,7 @@ func tensorsOf(d *C.ovstage_write_data_t, prefix string, firstUse map[unsafe.Poi
 	case !client && !managed:
 		return nil, invalid("%s.tensors and %s.managed_tensors are both NULL with tensor_count %d", prefix, prefix, n)
 	}
-	out := make([]dlpack.Tensor, n)
+	out := make([]tensor.Tensor, n)
 	if client {
 		base := unsafe.Pointer(d.tensors)
 		for i := range out {

@@ -6,10 +6,10 @@ package pybind
 import (
 	"fmt"
 
+	"github.com/ovstage-go/ovstage/abi"
 	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/column"
 	"github.com/ovstage-go/ovstage/core/cuda"
-	"github.com/ovstage-go/ovstage/dlpack"
 )
 
 // CudaStatus loads the CUDA driver on first call and returns "1 <devices> <driver version>"
@@ -58,7 +58,7 @@ func WriteAttributePlaced(stageID, query, attrToken uint64, attrName string, ord
 // (per-thread default). Host exports need no wait and return at once.
 func ExportStreamWait(addr, stream uintptr) (bool, error) {
 	return call(func() (bool, error) {
-		buf, err := dlpack.ExportBuffer(addr)
+		buf, err := abi.ExportBuffer(addr)
 		if err != nil {
 			return false, err
 		}

@@ -5,9 +5,9 @@ import (
 	"strconv"
 	"unsafe"
 
+	"github.com/ovstage-go/ovstage/abi"
 	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
 	"github.com/ovstage-go/ovstage/internal/cptr"
 )
 
@@ -32,7 +32,7 @@ func decodeWrite(label string, tensorsAddr uintptr, tensorCount int, count int64
 	}
 	req.Count = uint32(count)
 	for i, addr := range cptr.Uintptrs(tensorsAddr, tensorCount) {
-		t, err := dlpack.FromAddress(addr, label+"tensors["+strconv.Itoa(i)+"]")
+		t, err := abi.FromAddress(addr, label+"tensors["+strconv.Itoa(i)+"]")
 		if err != nil {
 			return req, err
 		}

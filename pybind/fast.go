@@ -5,7 +5,7 @@ import (
 
 	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 	"github.com/ovstage-go/ovstage/internal/cptr"
 )
 
@@ -35,7 +35,7 @@ func WriteNumpy(stageID, query, attrToken, ordinal uint64, data uintptr, nbytes 
 		}
 		// One allocation for the request's tensor list and its shape.
 		box := &struct {
-			t     [1]dlpack.Tensor
+			t     [1]tensor.Tensor
 			shape [fastMaxDims]int64
 		}{shape: [fastMaxDims]int64{d0, d1, d2, d3}}
 		shape := box.shape[:nd]
@@ -57,10 +57,10 @@ func WriteNumpy(stageID, query, attrToken, ordinal uint64, data uintptr, nbytes 
 		if err != nil {
 			return 0, err
 		}
-		box.t[0] = dlpack.Tensor{
+		box.t[0] = tensor.Tensor{
 			Data:       cptr.At(data),
-			DeviceType: dlpack.DeviceCPU,
-			DType:      dlpack.DType{Code: uint8(code), Bits: uint8(bitWidth), Lanes: 1},
+			DeviceType: tensor.DeviceCPU,
+			DType:      tensor.DType{Code: uint8(code), Bits: uint8(bitWidth), Lanes: 1},
 			Shape:      shape,
 		}
 		return s.WriteAttribute(core.WriteRequest{Query: query, AttrToken: attrToken, Ordinal: ordinal,

@@ -11,13 +11,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ovstage-go/ovstage/cabi"
+	"github.com/ovstage-go/ovstage/abi"
 	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/logbus"
 	"github.com/ovstage-go/ovstage/core/pathdict"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
 	"github.com/ovstage-go/ovstage/internal/cptr"
 )
 
@@ -55,7 +54,7 @@ func LibraryVersion() (string, error) {
 }
 
 // CapsuleDestructorAddress is the C destructor to pass to PyCapsule_New for our exports.
-func CapsuleDestructorAddress() (uintptr, error) { return dlpack.CapsuleDestructorAddress(), nil }
+func CapsuleDestructorAddress() (uintptr, error) { return abi.CapsuleDestructorAddress(), nil }
 
 // CreateStage creates a stage; workers <= 0 uses one worker per CPU.
 func CreateStage(name string, workers int) (uint64, error) {
@@ -218,13 +217,13 @@ func FetchReadNext(stageID, read, timeoutNs uint64) (uintptr, error) {
 		if err != nil {
 			return 0, err
 		}
-		block, err := cabi.NewReadGroup(g)
+		block, err := abi.NewReadGroup(g)
 		if err != nil {
 			_ = s.ReleaseGroup(g.ID)
 			return 0, err
 		}
 		g.SetOnRelease(block.Free)
-		return block.Address(), nil
+		return uintptr(block.Ptr()), nil
 	})
 }
 
@@ -264,26 +263,26 @@ func ExportGroupTensor(stageID, group uint64, index int, readonly bool) (uintptr
 			return 0, err
 		}
 		defer tv.Buffer.Release()
-		var flags dlpack.Flags
+		var flags abi.Flags
 		if readonly {
-			flags |= dlpack.ReadOnly
+			flags |= abi.ReadOnly
 		}
 		if copied {
-			flags |= dlpack.IsCopied
+			flags |= abi.IsCopied
 		}
-		return dlpack.Export(tv.Buffer, tv.ByteOffset, tv.DType, tv.Rows, tv.DeviceType, tv.DeviceID, flags)
+		return abi.Export(tv.Buffer, tv.ByteOffset, tv.DType, tv.Rows, tv.DeviceType, tv.DeviceID, flags)
 	})
 }
 
 // ManagedToCapsulePointer makes a fresh managed tensor (versioned or legacy) sharing the storage
 // of an export, for exactly one capsule.
 func ManagedToCapsulePointer(addr uintptr, versioned bool) (uintptr, error) {
-	return call(func() (uintptr, error) { return dlpack.CloneForCapsule(addr, versioned) })
+	return call(func() (uintptr, error) { return abi.CloneForCapsule(addr, versioned) })
 }
 
 // ManagedFree runs the deleter of an export made by ExportGroupTensor.
 func ManagedFree(addr uintptr) (bool, error) {
-	return call(func() (bool, error) { dlpack.Free(addr); return true, nil })
+	return call(func() (bool, error) { abi.FreeExport(addr); return true, nil })
 }
 
 // WaitOp waits for an op and its chain; it returns "<status> <lowest pending> <failed ids>

@@ -1,13 +1,13 @@
 package pybind
 
 import (
+	"github.com/ovstage-go/ovstage/abi"
 	"strconv"
 	"strings"
 
-	"github.com/ovstage-go/ovstage/cabi"
 	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 	"github.com/ovstage-go/ovstage/internal/cptr"
 )
 
@@ -93,7 +93,7 @@ func MapAttribute(stageID, query, attrToken uint64, attrName string, ordinal uin
 		}
 		req := core.MapRequest{Query: query, AttrToken: attrToken, AttrName: attrName, Ordinal: ordinal,
 			PrimMode: primMode, Semantic: semantic,
-			DType: dlpack.DType{Code: uint8(code), Bits: uint8(bits), Lanes: uint16(lanes)}}
+			DType: tensor.DType{Code: uint8(code), Bits: uint8(bits), Lanes: uint16(lanes)}}
 		if hasSizes {
 			req.ElementSizes = append([]uint64{}, cptr.Uint64s(sizesAddr, nSizes)...)
 		}
@@ -102,25 +102,25 @@ func MapAttribute(stageID, query, attrToken uint64, attrName string, ordinal uin
 	})
 }
 
-// FetchMapNext returns the address of the next map group's struct block (an
-// ovstage_read_group_t whose prims/data/meta tail is the ovstage_map_group_t).
-func FetchMapNext(stageID, m, timeoutNs uint64) (uintptr, error) {
-	return call(func() (uintptr, error) {
+// FetchMapNext returns "<address> <group id>": the address of the next group's
+// ovstage_map_group_t (abi.NewMapGroup), in C memory the group owns, and its id.
+func FetchMapNext(stageID, m, timeoutNs uint64) (string, error) {
+	return call(func() (string, error) {
 		s, err := stage(stageID)
 		if err != nil {
-			return 0, err
+			return "", err
 		}
 		g, err := s.FetchMapNext(m, timeoutNs)
 		if err != nil {
-			return 0, err
+			return "", err
 		}
-		block, err := cabi.NewReadGroup(&g.Group)
+		block, err := abi.NewMapGroup(g)
 		if err != nil {
-			return 0, err
+			return "", err
 		}
 		g.SetOnRelease(block.Free)
 		s.RegisterMapGroup(g)
-		return block.Address(), nil
+		return strconv.FormatUint(uint64(uintptr(block.Ptr())), 10) + " " + strconv.FormatUint(g.ID, 10), nil
 	})
 }
 

@@ -59,8 +59,12 @@ func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// outOfMemory is an error of a leaf package that imports nothing of the project (core/buffer's
+// allocation failures) and so says its status by a method.
+type outOfMemory interface{ OutOfMemory() bool }
+
 // CodeOf returns the status carried by err: OK for nil, the *Error's code when err wraps one,
-// Internal otherwise.
+// OutOfMemory for an error that reports OutOfMemory() true, Internal otherwise.
 func CodeOf(err error) Code {
 	if err == nil {
 		return OK
@@ -68,6 +72,10 @@ func CodeOf(err error) Code {
 	var se *Error
 	if errors.As(err, &se) {
 		return se.Code
+	}
+	var oom outOfMemory
+	if errors.As(err, &oom) && oom.OutOfMemory() {
+		return OutOfMemory
 	}
 	return Internal
 }

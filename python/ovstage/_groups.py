@@ -34,12 +34,6 @@ class CudaSync(ctypes.Structure):
     _fields_ = [("stream", ctypes.c_size_t), ("wait_event", ctypes.c_size_t)]
 
 
-class Mask(ctypes.Structure):
-    """``ovstage_mask_t``: LSB-first bit words."""
-
-    _fields_ = [("bits", ctypes.POINTER(ctypes.c_uint64)), ("word_count", ctypes.c_size_t)]
-
-
 class DataRaw(ctypes.Structure):
     """``ovstage_data_t``."""
 
@@ -48,7 +42,7 @@ class DataRaw(ctypes.Structure):
         ("tensor_count", ctypes.c_uint32),
         ("count", ctypes.c_uint32),
         ("index_map", ctypes.POINTER(ctypes.c_uint32)),
-        ("mask", Mask),
+        ("mask", ctypes.POINTER(ctypes.c_uint64)),
         ("cuda_sync", CudaSync),
     ]
 
@@ -341,11 +335,6 @@ class MapGroupRaw(ctypes.Structure):
     _fields_ = [("prims", PrimGroupRaw), ("data", DataRaw), ("meta", AttributeMetaRaw)]
 
 
-# The engine lays a map group out as a read-group struct; its prims/data/meta tail is the
-# ovstage_map_group_t.
-_MAP_GROUP_OFFSET = ReadGroupRaw.prims.offset
-
-
 class MapGroup(_GroupBase):
     """A writable group of a map session: fill ``array(i)`` (or ``dlpack(i)``), then commit
     with ``Map.unmap_group`` or ``Map.unmap``. Buffers start with the current values."""
@@ -359,9 +348,9 @@ class MapGroup(_GroupBase):
         self._id = group_id
 
     @classmethod
-    def _from_native(cls, addr: int, stage: Stage) -> MapGroup:
-        group_id = int(ReadGroupRaw.from_address(addr).read_group_id)
-        return cls(MapGroupRaw.from_address(addr + _MAP_GROUP_OFFSET), stage, group_id)
+    def _from_native(cls, addr: int, group_id: int, stage: Stage) -> MapGroup:
+        """The group whose ``ovstage_map_group_t`` the engine laid out at ``addr``."""
+        return cls(MapGroupRaw.from_address(addr), stage, group_id)
 
     def _group_id(self) -> int:
         self._check()

@@ -700,10 +700,11 @@ class Stage(_HierarchyMixin):
     def fetch_map_next(self, map: Map | int, timeout: int = TIMEOUT_INFINITE) -> MapGroup | None:
         """The session's next writable group, or None after the last."""
         mh = _handle_of(map, Map, "map")
-        addr = self._fetch_next("fetch_map_next", native.FetchMapNext, "map", mh, timeout)
-        if addr is None:
+        fetched = self._fetch_next("fetch_map_next", native.FetchMapNext, "map", mh, timeout)
+        if fetched is None:
             return None
-        group = MapGroup._from_native(addr, self)
+        addr, group_id = fetched.split(" ")
+        group = MapGroup._from_native(int(addr), int(group_id), self)
         if isinstance(map, Map):
             map._groups.append(group)
         return group
@@ -812,8 +813,8 @@ class Stage(_HierarchyMixin):
             return cls(self, 0, self._rejected(exc))
         return cls(self, int(handle), Operation._accepted(self, int(op_id)))
 
-    def _fetch_next(self, what: str, fn: Any, kind: str, handle: int, timeout: int) -> int | None:
-        """Address of the next group from an iterating fetch, or None at END_OF_ITERATION."""
+    def _fetch_next(self, what: str, fn: Any, kind: str, handle: int, timeout: int) -> Any:
+        """What an iterating fetch returns for the next group, or None at END_OF_ITERATION."""
         timeout_ns = as_timeout(timeout)
         try:
             return self._fetch_when_ready(what, fn, kind, handle, timeout_ns)

@@ -219,19 +219,12 @@ def test_inline_helpers_under_sanitizers(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 # Python ctypes mirrors against the same table
 
-_CABI_MASK_PAIR = (
-    "the mirror follows cabi/ovstage_abi.h, which models ovstage_data_t.mask as a "
-    "{bits, word_count} pair; the ABI has one pointer, so cuda_sync and everything after it "
-    "sits 8 bytes late (fixed with the boundary refactor of issue 11)"
-)
-
-
 def _mirror(module: str, name: str) -> type[ctypes.Structure]:
     cls: type[ctypes.Structure] = getattr(importlib.import_module(module), name)
     return cls
 
 
-#: (module, class, C struct it mirrors); known disagreements are strict xfails.
+#: (module, class, C struct it mirrors).
 MIRRORS = [
     ("ovstage._dlpack", "DLPackVersion", "DLPackVersion"),
     ("ovstage._dlpack", "DLDevice", "DLDevice"),
@@ -242,23 +235,13 @@ MIRRORS = [
     ("ovstage._groups", "CudaSync", "ovstage_cuda_sync_t"),
     ("ovstage._groups", "PrimGroupRaw", "ovstage_prim_group_t"),
     ("ovstage._groups", "AttributeMetaRaw", "ovstage_attribute_meta_t"),
-    pytest.param(
-        "ovstage._groups", "DataRaw", "ovstage_data_t",
-        marks=pytest.mark.xfail(strict=True, reason=_CABI_MASK_PAIR),
-    ),
-    pytest.param(
-        "ovstage._groups", "ReadGroupRaw", "ovstage_read_group_t",
-        marks=pytest.mark.xfail(strict=True, reason=_CABI_MASK_PAIR),
-    ),
-    pytest.param(
-        "ovstage._groups", "MapGroupRaw", "ovstage_map_group_t",
-        marks=pytest.mark.xfail(strict=True, reason=_CABI_MASK_PAIR),
-    ),
+    ("ovstage._groups", "DataRaw", "ovstage_data_t"),
+    ("ovstage._groups", "ReadGroupRaw", "ovstage_read_group_t"),
+    ("ovstage._groups", "MapGroupRaw", "ovstage_map_group_t"),
 ]  # fmt: skip
 
 #: ctypes structures of the package that are not C ABI structs, and why.
 NOT_ABI_STRUCTS = {
-    ("ovstage._groups", "Mask"): "cabi's {bits, word_count} pair; the ABI mask is one pointer",
     ("ovstage._stage", "_WriteEntry"): "pybind's private batch entry, not part of the C ABI",
 }
 
