@@ -53,9 +53,26 @@ func WriteFloor(p unsafe.Pointer) (ordinal uint64, scope core.Scope, attrs []uin
 }
 
 // OrdinalRange decodes an ovstage_ordinal_range_t (the engine checks start <= end).
-func OrdinalRange(p unsafe.Pointer) core.OrdinalRange {
+func OrdinalRange(p unsafe.Pointer) (core.OrdinalRange, error) {
+	if p == nil {
+		return core.OrdinalRange{}, invalid("range is NULL")
+	}
 	r := (*C.ovstage_ordinal_range_t)(p)
-	return core.OrdinalRange{Start: uint64(r.start_ordinal), End: uint64(r.end_ordinal), HasStart: bool(r.has_start_ordinal)}
+	return core.OrdinalRange{Start: uint64(r.start_ordinal), End: uint64(r.end_ordinal), HasStart: bool(r.has_start_ordinal)}, nil
+}
+
+// Read decodes read_attributes' arguments: n attribute tokens at attrs, the range and a
+// placement (may be NULL; see ReadPlacement).
+func Read(attrs unsafe.Pointer, n uint64, rng, placement unsafe.Pointer) ([]uint64, core.OrdinalRange, error) {
+	toks, err := Tokens(attrs, n, "attrs")
+	if err != nil {
+		return nil, core.OrdinalRange{}, err
+	}
+	if err := ReadPlacement(placement); err != nil {
+		return nil, core.OrdinalRange{}, err
+	}
+	r, err := OrdinalRange(rng)
+	return toks, r, err
 }
 
 // Map decodes map_attribute's arguments: desc (ovstage_map_desc_t*), element_sizes (size_t[n];

@@ -14,8 +14,12 @@ import "C"
 
 import (
 	"fmt"
+	"runtime/debug"
+	"sync"
 	"unsafe"
 
+	"github.com/ovstage-go/ovstage/core"
+	"github.com/ovstage-go/ovstage/core/logbus"
 	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
@@ -67,6 +71,32 @@ func (m *Managed) Release() {
 	for _, p := range ptrs {
 		C.ovs_abi_delete_managed(p)
 	}
+}
+
+// Settle hands the set over once the enqueue of its write is decided: a rejected write (err
+// set) releases the tensors now, an accepted one once its op completed (the op may copy the
+// payload), on a goroutine counted in pending (nil: not counted), so that an owner destroying
+// the stage can wait until every deleter ran.
+func (m *Managed) Settle(s *core.Stage, op uint64, err error, pending *sync.WaitGroup) {
+	if err != nil || s == nil || m.Len() == 0 {
+		m.Release()
+		return
+	}
+	if pending != nil {
+		pending.Add(1)
+	}
+	go func() {
+		if pending != nil {
+			defer pending.Done()
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				logbus.Logf(logbus.Error, logbus.ChannelInternal, "internal panic in a managed tensor release: %v\n%s", r, debug.Stack())
+			}
+		}()
+		_, _ = s.WaitOp(op, core.TimeoutInfinite)
+		m.Release()
+	}()
 }
 
 var dlTensorSize = unsafe.Sizeof(C.DLTensor{})

@@ -104,6 +104,25 @@ func (s *Stage) validToken(tok uint64) bool {
 	return err == nil
 }
 
+// checkSparsity holds the rules of a write's sparse addressing (count, index_map, mask), checked
+// first, from the request alone: they are malformed-request errors (status.Malformedf), which
+// the Python package raises as ValueError.
+func checkSparsity(req *WriteRequest, label string) error {
+	if req.HasIndexMap && req.HasMask {
+		return status.Malformedf("%sindex_map and mask are mutually exclusive", label)
+	}
+	if (req.HasIndexMap || req.HasMask) && req.Count == 0 {
+		return status.Malformedf("%scount must be non-zero when index_map or mask is supplied", label)
+	}
+	if req.HasIndexMap && len(req.IndexMap) < int(req.Count) {
+		return status.Malformedf("%sindex_map has %d entries, fewer than count %d", label, len(req.IndexMap), req.Count)
+	}
+	if req.HasMask && len(req.Mask)*64 < int(req.Count) {
+		return status.Malformedf("%smask has %d words, fewer than ceil(count/64) for count %d", label, len(req.Mask), req.Count)
+	}
+	return nil
+}
+
 // prepareWrite validates everything that does not depend on stage state and copies the payload.
 // queryPrims is the prim count of the write's query when it is already resolved (-1 if not).
 func (s *Stage) prepareWrite(req WriteRequest, label string, queryPrims int) (*preparedWrite, error) {
@@ -117,6 +136,9 @@ func (s *Stage) prepareWrite(req WriteRequest, label string, queryPrims int) (*p
 // prepareWriteInto is prepareWrite into caller-provided zeroed storage. On failure nothing is
 // held.
 func (s *Stage) prepareWriteInto(w *preparedWrite, req *WriteRequest, label string, queryPrims int) error {
+	if err := checkSparsity(req, label); err != nil {
+		return err
+	}
 	attr, err := s.resolveAttribute(req.AttrToken, req.AttrName, label+"attribute")
 	if err != nil {
 		return err
@@ -127,18 +149,6 @@ func (s *Stage) prepareWriteInto(w *preparedWrite, req *WriteRequest, label stri
 	}
 	if req.PrimMode != PrimModeUpsert && req.PrimMode != PrimModeInsert {
 		return status.Errorf(status.InvalidArgument, "prim_mode %d is not UPSERT (0) or INSERT (1)", req.PrimMode)
-	}
-	if req.HasIndexMap && req.HasMask {
-		return status.Errorf(status.InvalidArgument, "%sindex_map and mask are mutually exclusive", label)
-	}
-	if (req.HasIndexMap || req.HasMask) && req.Count == 0 {
-		return status.Errorf(status.InvalidArgument, "%scount must be non-zero when index_map or mask is supplied", label)
-	}
-	if req.HasIndexMap && len(req.IndexMap) < int(req.Count) {
-		return status.Errorf(status.InvalidArgument, "%sindex_map has %d entries, fewer than count %d", label, len(req.IndexMap), req.Count)
-	}
-	if req.HasMask && len(req.Mask)*64 < int(req.Count) {
-		return status.Errorf(status.InvalidArgument, "%smask has %d words, fewer than ceil(count/64) for count %d", label, len(req.Mask), req.Count)
 	}
 	if len(req.Tensors) == 0 {
 		return status.Errorf(status.InvalidArgument, "%stensors: at least one tensor is required", label)

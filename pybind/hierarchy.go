@@ -10,13 +10,8 @@ import (
 // GetHierarchy enqueues a hierarchy query over a path list (copied now): "<handle> <op id>".
 // relation: PARENT 0, CHILDREN 1, SIBLINGS 2 (else [ovstage:1]).
 func GetHierarchy(stageID, list, ordinal uint64, relation int32) (string, error) {
-	return call(func() (string, error) {
-		s, err := stage(stageID)
-		if err != nil {
-			return "", err
-		}
-		h, op, err := s.GetHierarchy(list, ordinal, relation)
-		return handleAndOp(h, op), err
+	return withStage(stageID, func(s *core.Stage) (string, error) {
+		return handleAndOp(s.GetHierarchy(list, ordinal, relation))
 	})
 }
 
@@ -33,11 +28,7 @@ type hierarchyResultJSON struct {
 // FetchHierarchyResult waits up to timeoutNs for a hierarchy handle and returns its result as
 // JSON {"ordinal": n, "items": [{"status": code, "paths": ["/a", ...]}, ...]}.
 func FetchHierarchyResult(stageID, handle, timeoutNs uint64) (string, error) {
-	return call(func() (string, error) {
-		s, err := stage(stageID)
-		if err != nil {
-			return "", err
-		}
+	return withStage(stageID, func(s *core.Stage) (string, error) {
 		res, err := s.FetchHierarchyResult(handle, timeoutNs)
 		if err != nil {
 			return "", err
@@ -60,11 +51,7 @@ func FetchHierarchyResult(stageID, handle, timeoutNs uint64) (string, error) {
 
 // ReleaseHierarchy enqueues the release of a hierarchy handle.
 func ReleaseHierarchy(stageID, handle uint64) (uint64, error) {
-	return call(func() (uint64, error) {
-		s, err := stage(stageID)
-		if err != nil {
-			return 0, err
-		}
+	return withStage(stageID, func(s *core.Stage) (uint64, error) {
 		return s.ReleaseHierarchy(handle)
 	})
 }
@@ -78,10 +65,7 @@ type hierarchyModelJSON struct {
 // HierarchyComputationModels lists the advertised models as JSON
 // [{"model_id": 1, "name": "...", "description": "..."}].
 func HierarchyComputationModels(stageID uint64) (string, error) {
-	return call(func() (string, error) {
-		if _, err := stage(stageID); err != nil {
-			return "", err
-		}
+	return withStage(stageID, func(*core.Stage) (string, error) {
 		var out []hierarchyModelJSON
 		for _, m := range core.HierarchyModels() {
 			out = append(out, hierarchyModelJSON{m.ID, m.Name, m.Description})
@@ -93,11 +77,7 @@ func HierarchyComputationModels(stageID uint64) (string, error) {
 
 // ComputeHierarchy enqueues the world-matrix computation of a model at outputOrdinal.
 func ComputeHierarchy(stageID uint64, model int32, inputOrdinal, outputOrdinal uint64) (uint64, error) {
-	return call(func() (uint64, error) {
-		s, err := stage(stageID)
-		if err != nil {
-			return 0, err
-		}
+	return withStage(stageID, func(s *core.Stage) (uint64, error) {
 		return s.ComputeHierarchy(model, inputOrdinal, outputOrdinal)
 	})
 }

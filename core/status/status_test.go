@@ -34,3 +34,12 @@ func TestCodeOf(t *testing.T) {
 	}
 }
 
+func TestMalformedIsAnInvalidArgument(t *testing.T) {
+	err := fmt.Errorf("decode: %w", Malformedf("index_map and mask are mutually exclusive"))
+	if CodeOf(err) != InvalidArgument || !IsMalformed(err) {
+		t.Fatalf("CodeOf %v, IsMalformed %v", CodeOf(err), IsMalformed(err))
+	}
+	if IsMalformed(Errorf(InvalidArgument, "x")) || IsMalformed(errors.New("x")) || IsMalformed(nil) {
+		t.Fatal("only Malformedf errors are malformed")
+	}
+}
