@@ -79,3 +79,25 @@ func TestExportBufferIsTheViewedBuffer(t *testing.T) {
 	_, err = ExportBuffer(0)
 	assert.Error(t, err)
 }
+
+// CheckTensor is FromAddress's rules for a tensor described without a DLTensor (the numpy fast
+// path): the same errors for the same descriptions.
+func TestCheckTensorAppliesTheDLTensorRules(t *testing.T) {
+	f32 := tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1}
+	data := uintptr(0x10000)
+	require.NoError(t, CheckTensor(tensor.Tensor{DType: f32, Shape: []int64{4, 3}}, data, 0, "t"))
+	for _, tc := range []struct {
+		t    tensor.Tensor
+		data uintptr
+		want string
+	}{
+		{tensor.Tensor{DType: f32, Shape: []int64{-1}}, data, "shape[0] = -1 is negative"},
+		{tensor.Tensor{DType: f32, Shape: []int64{1 << 40, 1 << 40}}, data, "too large"},
+		{tensor.Tensor{DType: tensor.DType{Code: tensor.CodeFloat, Bits: 32}, Shape: []int64{2}}, data, "lanes is 0"},
+		{tensor.Tensor{DType: tensor.DType{Code: tensor.CodeFloat, Bits: 4, Lanes: 1}, Shape: []int64{2}}, data, "bit width"},
+		{tensor.Tensor{DType: f32, Shape: []int64{2}}, 0, "data pointer is NULL"},
+		{tensor.Tensor{DType: f32, Shape: []int64{2}}, ^uintptr(0) - 4, "outside the address space"},
+	} {
+		assert.ErrorContains(t, CheckTensor(tc.t, tc.data, 0, "t"), tc.want)
+	}
+}

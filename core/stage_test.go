@@ -1,6 +1,7 @@
 package core
 
 import (
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -226,6 +227,40 @@ func TestSparseWritesKeepUntouchedPrims(t *testing.T) {
 	_, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 4,
 		Tensors: []tensor.Tensor{f32Tensor(vals)}, Count: 5})
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err), "count beyond the query")
+}
+
+// The rules of sparse addressing are malformed-request errors, found before the stage is
+// consulted (even an attribute that does not exist is not looked at): the Python package raises
+// them as ValueError. What depends on the stage (count beyond the query, an index past the
+// payload) is a plain INVALID_ARGUMENT.
+func TestSparseAddressingRulesAreMalformedRequests(t *testing.T) {
+	f := newFixture(t, "/A", "/B", "/C")
+	vals := []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}
+	for name, tc := range map[string]struct {
+		req  WriteRequest
+		want string
+	}{
+		"index_map and mask": {WriteRequest{Count: 3, IndexMap: []uint32{0, 1, 2}, HasIndexMap: true, Mask: []uint64{7}, HasMask: true},
+			"index_map and mask are mutually exclusive"},
+		"mask without count":      {WriteRequest{Mask: []uint64{7}, HasMask: true}, "count must be non-zero when index_map or mask is supplied"},
+		"index_map without count": {WriteRequest{IndexMap: []uint32{}, HasIndexMap: true}, "count must be non-zero"},
+		"short index_map":         {WriteRequest{Count: 3, IndexMap: []uint32{0}, HasIndexMap: true}, "index_map has 1 entries, fewer than count 3"},
+		"short mask":              {WriteRequest{Count: 65, Mask: []uint64{1}, HasMask: true}, "mask has 1 words"},
+	} {
+		req := tc.req
+		req.Query, req.AttrToken, req.Ordinal, req.Tensors = f.query, 1<<40, 1, vals // the token names nothing
+		_, err := f.s.WriteAttribute(req)
+		assert.True(t, status.IsMalformed(err), "%s: %v", name, err)
+		assert.Equal(t, status.InvalidArgument, status.CodeOf(err), name)
+		assert.Contains(t, status.MessageOf(err), tc.want, name)
+		_, err = f.s.WriteAttributes(f.query, 1, PrimModeUpsert, []WriteRequest{req})
+		assert.True(t, status.IsMalformed(err), "%s in a batch: %v", name, err)
+		assert.True(t, strings.HasPrefix(status.MessageOf(err), "writes[0]: "), "%s: %v", name, err)
+	}
+	_, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 1, Tensors: vals, Count: 4})
+	assert.Equal(t, status.InvalidArgument, status.CodeOf(err), "count beyond the query")
+	assert.False(t, status.IsMalformed(err), "depends on the query's prims")
+	assert.Equal(t, 0, f.s.Diagnostics().Ops, "nothing was queued")
 }
 
 func TestInsertOntoExistingPrimWritesNothing(t *testing.T) {

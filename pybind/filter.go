@@ -1,9 +1,6 @@
 package pybind
 
 import (
-	"strconv"
-	"strings"
-
 	"github.com/ovstage-go/ovstage/abi"
 	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/internal/cptr"
@@ -29,17 +26,23 @@ func Query(stageID uint64, filter, attrs uintptr, n int, scoped bool) (string, e
 	})
 }
 
-// FetchQueryResult returns "<total prim count> <token>,<token>,...".
-func FetchQueryResult(stageID, query, timeoutNs uint64) (string, error) {
-	return withStage(stageID, func(s *core.Stage) (string, error) {
+// queryResults keeps the fetched query results until Python releases them.
+var queryResults abi.Results
+
+// FetchQueryResult waits up to timeoutNs for a query's result and returns the address of its
+// ovstage_query_result_t (abi.NewQueryResult), kept until ReleaseQueryResult.
+func FetchQueryResult(stageID, query, timeoutNs uint64) (uintptr, error) {
+	return withStage(stageID, func(s *core.Stage) (uintptr, error) {
 		res, err := s.FetchQueryResult(query, timeoutNs)
 		if err != nil {
-			return "", err
+			return 0, err
 		}
-		toks := make([]string, len(res.Attributes))
-		for i, t := range res.Attributes {
-			toks[i] = strconv.FormatUint(t, 10)
-		}
-		return strconv.Itoa(res.TotalPrimCount) + " " + strings.Join(toks, ","), nil
+		b, err := queryResults.KeepQueryResult(query, res)
+		return uintptr(b.Ptr()), err
 	})
+}
+
+// ReleaseQueryResult frees the result of id (its query_result_id) returned by FetchQueryResult.
+func ReleaseQueryResult(id uint64) (bool, error) {
+	return call(func() (bool, error) { return releaseResult(&queryResults, id) })
 }

@@ -81,6 +81,21 @@ func handleAndOp(h, op uint64, err error) (string, error) {
 	return strconv.FormatUint(h, 10) + " " + strconv.FormatUint(op, 10), nil
 }
 
+// joinIDs is ids comma-separated in decimal ("" when empty).
+func joinIDs(ids []uint64) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	buf := make([]byte, 0, 8*len(ids))
+	for i, id := range ids {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = strconv.AppendUint(buf, id, 10)
+	}
+	return string(buf)
+}
+
 // LibraryVersion returns the compatibility version "major.minor.patch".
 func LibraryVersion() (string, error) {
 	v := core.Version

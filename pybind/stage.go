@@ -2,8 +2,6 @@ package pybind
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/buffer"
@@ -33,11 +31,7 @@ func WaitOp(stageID, op, timeoutNs uint64) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		ids := make([]string, len(res.ErrorOpIDs))
-		for i, id := range res.ErrorOpIDs {
-			ids[i] = strconv.FormatUint(id, 10)
-		}
-		return fmt.Sprintf("%d %d %s %s", int32(res.Status), res.LowestPending, strings.Join(ids, ","), res.Message), nil
+		return fmt.Sprintf("%d %d %s %s", int32(res.Status), res.LowestPending, joinIDs(res.ErrorOpIDs), res.Message), nil
 	})
 }
 
@@ -57,18 +51,7 @@ func DetachOp(stageID, op uint64) (bool, error) {
 // (payloads of DeferCopyBytes or more), comma-separated ("" when none), and forgets them.
 func TakeSourcesDone(stageID uint64) (string, error) {
 	return withStage(stageID, func(s *core.Stage) (string, error) {
-		ids := s.TakeSourcesDone()
-		if len(ids) == 0 {
-			return "", nil
-		}
-		buf := make([]byte, 0, 8*len(ids))
-		for i, id := range ids {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = strconv.AppendUint(buf, id, 10)
-		}
-		return string(buf), nil
+		return joinIDs(s.TakeSourcesDone()), nil
 	})
 }
 

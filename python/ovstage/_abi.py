@@ -38,6 +38,9 @@ __all__ = [
     "DLTensor",
     "DataRaw",
     "FilterRaw",
+    "HierarchyItemRaw",
+    "HierarchyModelDescRaw",
+    "HierarchyResultRaw",
     "MapDesc",
     "MapGroupRaw",
     "OrdinalRangeRaw",
@@ -46,6 +49,7 @@ __all__ = [
     "Placement",
     "PredicateRaw",
     "PrimGroupRaw",
+    "QueryResultRaw",
     "ReadGroupRaw",
     "WriteData",
     "WriteFloorDesc",
@@ -57,6 +61,13 @@ class OvxString(ctypes.Structure):
     """``ovx_string_t``: UTF-8 bytes and their length (no terminator needed)."""
 
     _fields_ = [("ptr", ctypes.c_char_p), ("length", ctypes.c_size_t)]
+
+    def text(self) -> str:
+        """The string (exactly ``length`` bytes, decoded)."""
+        if not self.length:
+            return ""
+        addr = ctypes.c_void_p.from_buffer(self).value  # ``ptr``, as an address
+        return ctypes.string_at(addr, self.length).decode("utf-8")
 
 
 def ovx_string(data: bytes) -> OvxString:
@@ -213,3 +224,44 @@ class MapGroupRaw(ctypes.Structure):
     """``ovstage_map_group_t``."""
 
     _fields_ = [("prims", PrimGroupRaw), ("data", DataRaw), ("meta", AttributeMetaRaw)]
+
+
+class QueryResultRaw(ctypes.Structure):
+    """``ovstage_query_result_t``."""
+
+    _fields_ = [
+        ("query_result_id", ctypes.c_uint64),
+        ("attributes", ctypes.POINTER(ctypes.c_uint64)),
+        ("attribute_count", ctypes.c_size_t),
+        ("all_handle", ctypes.c_uint64),
+        ("total_prim_count", ctypes.c_size_t),
+    ]
+
+
+class HierarchyItemRaw(ctypes.Structure):
+    """``ovstage_hierarchy_item_t``: the related paths of one input path."""
+
+    _fields_ = [
+        ("status", ctypes.c_int32),
+        ("path_offset", ctypes.c_size_t),
+        ("path_count", ctypes.c_size_t),
+    ]
+
+
+class HierarchyResultRaw(ctypes.Structure):
+    """``ovstage_hierarchy_result_t``: ``items[input_count]`` index into ``paths[path_count]``."""
+
+    _fields_ = [
+        ("hierarchy_result_id", ctypes.c_uint64),
+        ("ordinal", ctypes.c_uint64),
+        ("items", ctypes.POINTER(HierarchyItemRaw)),
+        ("input_count", ctypes.c_size_t),
+        ("paths", ctypes.POINTER(OvxStringOrToken)),
+        ("path_count", ctypes.c_size_t),
+    ]
+
+
+class HierarchyModelDescRaw(ctypes.Structure):
+    """``ovstage_hierarchy_computation_model_desc_t``."""
+
+    _fields_ = [("model_id", ctypes.c_int32), ("name", OvxString), ("description", OvxString)]

@@ -23,6 +23,7 @@ from ._abi import (
     OvxStringOrToken,
     Placement,
     PredicateRaw,
+    QueryResultRaw,
     ReadGroupRaw,
     WriteData,
     WriteFloorDesc,
@@ -456,12 +457,15 @@ class Stage(_HierarchyMixin):
         """The query's discovered attributes and prim count (waits for the query)."""
         handle = _handle_of(query, Query, "query")
         timeout_ns = as_timeout(timeout)
-        out = self._fetch_when_ready(
+        addr = self._fetch_when_ready(
             "fetch_query_result", native.FetchQueryResult, "query", handle, timeout_ns
         )
-        count, tokens = out.split(" ")
-        attrs = [int(t) for t in tokens.split(",")] if tokens else []
-        return QueryResult(attrs, int(count), handle)
+        raw = QueryResultRaw.from_address(addr)
+        try:
+            attrs = raw.attributes[: raw.attribute_count] if raw.attribute_count else []
+            return QueryResult(attrs, int(raw.total_prim_count), handle)
+        finally:
+            call(native.ReleaseQueryResult, raw.query_result_id)
 
     def query_from_path_list(self, path_list: int) -> Query:
         """Wrap a path list as a query (synchronous; prims need not exist)."""

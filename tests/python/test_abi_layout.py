@@ -219,6 +219,7 @@ def test_inline_helpers_under_sanitizers(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 # Python ctypes mirrors against the same table
 
+
 def _mirror(module: str, name: str) -> type[ctypes.Structure]:
     cls: type[ctypes.Structure] = getattr(importlib.import_module(module), name)
     return cls
@@ -248,6 +249,10 @@ MIRRORS = [
     ("ovstage._abi", "AttributeMetaRaw", "ovstage_attribute_meta_t"),
     ("ovstage._abi", "ReadGroupRaw", "ovstage_read_group_t"),
     ("ovstage._abi", "MapGroupRaw", "ovstage_map_group_t"),
+    ("ovstage._abi", "QueryResultRaw", "ovstage_query_result_t"),
+    ("ovstage._abi", "HierarchyItemRaw", "ovstage_hierarchy_item_t"),
+    ("ovstage._abi", "HierarchyResultRaw", "ovstage_hierarchy_result_t"),
+    ("ovstage._abi", "HierarchyModelDescRaw", "ovstage_hierarchy_computation_model_desc_t"),
 ]
 
 #: ctypes structures of the package that are not C ABI structs, and why.
