@@ -41,7 +41,7 @@ from ._ops import Operation
 if TYPE_CHECKING:
     from ._stage import Stage
 
-__all__ = ["DEFER_COPY_BYTES", "enabled", "write"]
+__all__ = ["DEFER_COPY_BYTES", "enabled", "token_of", "write"]
 
 _UINT64_MAX = (1 << 64) - 1
 _FALLBACK = -1
@@ -115,8 +115,9 @@ _data_offset: int = _DATA_OFFSET or 0
 _PADS = ((), (0, 0, 0), (0, 0), (0,), ())
 
 
-def _token(name: str) -> int:
-    """The token of an attribute name (0 if it cannot be interned: the general path reports)."""
+def token_of(name: str) -> int:
+    """The token of an attribute name, cached (0 if it cannot be interned: the engine reports
+    why when it is handed the name)."""
     token = _TOKENS.get(name)
     if token is not None:
         return token
@@ -152,7 +153,7 @@ def write(
         return None
     cls = attribute.__class__
     if cls is str:
-        token = _TOKENS.get(attribute) or _token(attribute)
+        token = _TOKENS.get(attribute) or token_of(attribute)
     elif cls is int and 0 < attribute <= _UINT64_MAX:
         token = attribute
     else:

@@ -1087,9 +1087,14 @@ class _Payload:
         return total
 
     def attribute(self) -> OvxStringOrToken:
-        """The attribute as an ``ovx_string_or_token_t`` (a name is interned by the engine)."""
+        """The attribute as an ``ovx_string_or_token_t``: a token, or a name's token from the
+        package's token cache (interned once, as the engine would intern it), or, when the
+        name cannot be interned, the name itself, for the engine to report."""
         if isinstance(self.attr, int):
             return OvxStringOrToken(self.attr)
+        token = _fastpath.token_of(self.attr)
+        if token:
+            return OvxStringOrToken(token)
         self.name = self.attr.encode("utf-8")
         return OvxStringOrToken(0, OvxString(self.name, len(self.name)))
 
