@@ -22,7 +22,7 @@ demo: install
 # The C library (docs/c-api.md): build/lib/libovstage.so exporting exactly the 53 functions of
 # the C API (capi/exports.map), and the headers copied to build/include/. Rebuilt when a Go or C
 # source it is made from changes; the build identity ovstage_get_build_info reports comes from git.
-LIB_SOURCES := $(shell find capi abi lifecycle core dlpack internal include \
+LIB_SOURCES := $(shell find capi abi lifecycle core internal include \
 	\( -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map' \) -not -name '*_test.go') go.mod
 LIB_GIT_HASH := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 LIB_GIT_BRANCH := $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo local)
@@ -132,7 +132,7 @@ clean:
 .PHONY: fuzz stress leakcheck cgocheck
 
 FUZZTIME ?= 20s
-FUZZ_TARGETS := ./core:FuzzWriteAttribute ./core/pathdict:FuzzPathDictionary ./dlpack:FuzzFromAddress
+FUZZ_TARGETS := ./core:FuzzWriteAttribute ./core/pathdict:FuzzPathDictionary ./abi:FuzzFromAddress
 
 # Each fuzz target for $(FUZZTIME) (their committed seed corpora also run in every `go test`).
 fuzz:

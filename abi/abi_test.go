@@ -13,7 +13,7 @@ import (
 	"github.com/ovstage-go/ovstage/core/column"
 	"github.com/ovstage-go/ovstage/core/pathdict"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 	"github.com/ovstage-go/ovstage/lifecycle"
 )
 
@@ -36,7 +36,7 @@ func TestWriteDecodesEveryField(t *testing.T) {
 	tensors := a.tensors(tensorSpec{values: []float32{1, 2, 3, 4, 5, 6}, shape: []int64{2}, lanes: 3})
 	data := a.data(writeSpec{tensors: tensors, tensorCount: 1, count: 70, indexMap: make([]uint32, 70),
 		mask: []uint64{^uint64(0), 0x3f}, stream: 7, event: 9, semantic: 5, isArray: false})
-	place := a.placement(int32(dlpack.DeviceCUDA), 1, 0, 0)
+	place := a.placement(int32(tensor.DeviceCUDA), 1, 0, 0)
 	req, owned, err := Write(11, a.attr(0, "points"), 3, data, core.PrimModeInsert, place)
 	require.NoError(t, err)
 	assert.Equal(t, 0, owned.Len())
@@ -47,7 +47,7 @@ func TestWriteDecodesEveryField(t *testing.T) {
 	assert.Equal(t, core.PrimModeInsert, req.PrimMode)
 	require.Len(t, req.Tensors, 1)
 	assert.Equal(t, []int64{2}, req.Tensors[0].Shape)
-	assert.Equal(t, dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 3}, req.Tensors[0].DType)
+	assert.Equal(t, tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 3}, req.Tensors[0].DType)
 	assert.Equal(t, float32(4), unsafe.Slice((*float32)(req.Tensors[0].Data), 6)[3])
 	assert.Equal(t, uint32(70), req.Count)
 	assert.True(t, req.HasIndexMap)
@@ -57,7 +57,7 @@ func TestWriteDecodesEveryField(t *testing.T) {
 	assert.Equal(t, core.CudaSync{Stream: 7, Event: 9}, req.Sync)
 	assert.Equal(t, int32(5), req.Semantic)
 	assert.False(t, req.IsArray)
-	assert.Equal(t, column.Placement{DeviceType: dlpack.DeviceCUDA, DeviceID: 1}, req.Device)
+	assert.Equal(t, column.Placement{DeviceType: tensor.DeviceCUDA, DeviceID: 1}, req.Device)
 
 	req, _, err = Write(1, a.attr(42, "ignored"), 1, data, 0, nil)
 	require.NoError(t, err)
@@ -173,7 +173,7 @@ func TestWriteBatch(t *testing.T) {
 		batchEntry{token: 5, data: writeSpec{tensors: t1, tensorCount: 1, semantic: 8}},
 		batchEntry{name: "ragged", data: writeSpec{tensors: t2, tensorCount: 2, isArray: true, count: 2, mask: []uint64{3}}},
 	)
-	reqs, owned, err := WriteBatch(writes, 2, a.placement(int32(dlpack.DeviceCPU), 0, 0, 0))
+	reqs, owned, err := WriteBatch(writes, 2, a.placement(int32(tensor.DeviceCPU), 0, 0, 0))
 	require.NoError(t, err)
 	owned.Release()
 	require.Len(t, reqs, 2)
@@ -244,17 +244,29 @@ func TestFilterFloorRangeMapDelete(t *testing.T) {
 	_, _, _, err = WriteFloor(a.floorDesc(1, 1, nil, 3))
 	requireStatus(t, err, status.InvalidArgument, "desc->attributes is NULL")
 
-	assert.Equal(t, core.OrdinalRange{Start: 2, End: 7, HasStart: true}, OrdinalRange(a.ordinalRange(2, 7, true)))
-	assert.Equal(t, core.OrdinalRange{End: ^uint64(0)}, OrdinalRange(a.ordinalRange(0, ^uint64(0), false)))
+	rng, err := OrdinalRange(a.ordinalRange(2, 7, true))
+	require.NoError(t, err)
+	assert.Equal(t, core.OrdinalRange{Start: 2, End: 7, HasStart: true}, rng)
+	rng, err = OrdinalRange(a.ordinalRange(0, ^uint64(0), false))
+	require.NoError(t, err)
+	assert.Equal(t, core.OrdinalRange{End: ^uint64(0)}, rng)
+	_, err = OrdinalRange(nil)
+	requireStatus(t, err, status.InvalidArgument, "range is NULL")
+	toks, rng, err := Read(unsafe.Pointer(&[]uint64{5, 6}[0]), 2, a.ordinalRange(1, 3, false), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{5, 6}, toks)
+	assert.Equal(t, core.OrdinalRange{Start: 1, End: 3}, rng)
+	_, _, err = Read(nil, 0, a.ordinalRange(1, 3, false), a.placement(1, 0, 0, 0))
+	requireStatus(t, err, status.NotSupported, "placed reads")
 
 	req, err := Map(3, a.mapDesc(0, "m", 32, 8, 1, 0), 4, a.sizes(1, 2, 1<<63), 3, nil)
 	require.NoError(t, err)
 	assert.Equal(t, core.MapRequest{Query: 3, AttrName: "m", Ordinal: 4, PrimMode: 1, Semantic: 8,
-		DType: dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}, ElementSizes: []uint64{1, 2, 1 << 63}}, req)
+		DType: tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1}, ElementSizes: []uint64{1, 2, 1 << 63}}, req)
 	req, err = Map(3, a.mapDesc(6, "", 0, 0, 0, 0), 4, nil, 0, nil)
 	require.NoError(t, err)
 	assert.Nil(t, req.ElementSizes, "no element_sizes: a fixed-size map")
-	assert.Equal(t, dlpack.DType{}, req.DType, "a zero dtype: the existing schema")
+	assert.Equal(t, tensor.DType{}, req.DType, "a zero dtype: the existing schema")
 	ragged, err := Map(3, a.mapDesc(6, "", 0, 0, 0, 0), 4, a.sizes(), 0, nil)
 	require.NoError(t, err)
 	assert.NotNil(t, ragged.ElementSizes, "element_sizes given with count 0: a ragged map of no prims")
@@ -330,8 +342,8 @@ func TestReadGroupLayout(t *testing.T) {
 	buf := hostBuffer(t, 1, 2, 3, 4, 5, 6)
 	g := &core.Group{ID: 91, Attribute: 4, Ordinal: 6, IsArray: false, Semantic: 5, PrimList: 12, PrimCount: 2,
 		PrimIndexMap: []uint32{0, 2}, DataIndexMap: []uint32{1, 0}, FloorOrdinal: 5, LayoutGen: 3,
-		Tensors: []core.TensorView{{Buffer: buf, ByteOffset: 4, DType: dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1},
-			Rows: 5, DeviceType: dlpack.DeviceCPU}}}
+		Tensors: []core.TensorView{{Buffer: buf, ByteOffset: 4, DType: tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1},
+			Rows: 5, DeviceType: tensor.DeviceCPU}}}
 	block, err := NewReadGroup(g)
 	require.NoError(t, err)
 	defer block.Free()
@@ -356,7 +368,7 @@ func TestReadGroupLayout(t *testing.T) {
 	assert.Equal(t, unsafe.Add(buf.Data(), 4), tv.data)
 	assert.Equal(t, []int64{5}, tv.shape)
 	assert.Equal(t, []int64{1}, tv.strides, "strides are explicit")
-	assert.Equal(t, int32(dlpack.DeviceCPU), tv.device)
+	assert.Equal(t, int32(tensor.DeviceCPU), tv.device)
 
 	tomb, err := NewReadGroup(&core.Group{ID: 2, IsDelete: true, PrimCount: 3})
 	require.NoError(t, err)
@@ -370,7 +382,7 @@ func TestReadGroupLayout(t *testing.T) {
 func TestMapGroupKeys(t *testing.T) {
 	buf := hostBuffer(t, 1, 2)
 	g := &core.MapGroup{Group: core.Group{ID: 5, PrimCount: 2, Tensors: []core.TensorView{{Buffer: buf,
-		DType: dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}, Rows: 2, DeviceType: dlpack.DeviceCPU}}}}
+		DType: tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1}, Rows: 2, DeviceType: tensor.DeviceCPU}}}}
 	b1, err := NewMapGroup(g)
 	require.NoError(t, err)
 	defer b1.Free()

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/pathdict"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // Filter decodes an ovstage_filter_t (NULL or no predicates: every prim). Predicate
@@ -53,9 +53,26 @@ func WriteFloor(p unsafe.Pointer) (ordinal uint64, scope core.Scope, attrs []uin
 }
 
 // OrdinalRange decodes an ovstage_ordinal_range_t (the engine checks start <= end).
-func OrdinalRange(p unsafe.Pointer) core.OrdinalRange {
+func OrdinalRange(p unsafe.Pointer) (core.OrdinalRange, error) {
+	if p == nil {
+		return core.OrdinalRange{}, invalid("range is NULL")
+	}
 	r := (*C.ovstage_ordinal_range_t)(p)
-	return core.OrdinalRange{Start: uint64(r.start_ordinal), End: uint64(r.end_ordinal), HasStart: bool(r.has_start_ordinal)}
+	return core.OrdinalRange{Start: uint64(r.start_ordinal), End: uint64(r.end_ordinal), HasStart: bool(r.has_start_ordinal)}, nil
+}
+
+// Read decodes read_attributes' arguments: n attribute tokens at attrs, the range and a
+// placement (may be NULL; see ReadPlacement).
+func Read(attrs unsafe.Pointer, n uint64, rng, placement unsafe.Pointer) ([]uint64, core.OrdinalRange, error) {
+	toks, err := Tokens(attrs, n, "attrs")
+	if err != nil {
+		return nil, core.OrdinalRange{}, err
+	}
+	if err := ReadPlacement(placement); err != nil {
+		return nil, core.OrdinalRange{}, err
+	}
+	r, err := OrdinalRange(rng)
+	return toks, r, err
 }
 
 // Map decodes map_attribute's arguments: desc (ovstage_map_desc_t*), element_sizes (size_t[n];
@@ -80,7 +97,7 @@ func Map(query uint64, desc unsafe.Pointer, ordinal uint64, sizes unsafe.Pointer
 		return req, err
 	}
 	req.AttrToken, req.AttrName = tok, s
-	req.DType = dlpack.DType{Code: uint8(d.dtype.code), Bits: uint8(d.dtype.bits), Lanes: uint16(d.dtype.lanes)}
+	req.DType = tensor.DType{Code: uint8(d.dtype.code), Bits: uint8(d.dtype.bits), Lanes: uint16(d.dtype.lanes)}
 	req.Semantic = int32(d.semantic)
 	req.PrimMode = int32(d.prim_mode)
 	if sizes == nil && n > 0 {

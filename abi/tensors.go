@@ -14,9 +14,13 @@ import "C"
 
 import (
 	"fmt"
+	"runtime/debug"
+	"sync"
 	"unsafe"
 
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core"
+	"github.com/ovstage-go/ovstage/core/logbus"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // Managed is the set of DLPack managed tensors whose ownership a call took (at call entry,
@@ -69,17 +73,43 @@ func (m *Managed) Release() {
 	}
 }
 
+// Settle hands the set over once the enqueue of its write is decided: a rejected write (err
+// set) releases the tensors now, an accepted one once its op completed (the op may copy the
+// payload), on a goroutine counted in pending (nil: not counted), so that an owner destroying
+// the stage can wait until every deleter ran.
+func (m *Managed) Settle(s *core.Stage, op uint64, err error, pending *sync.WaitGroup) {
+	if err != nil || s == nil || m.Len() == 0 {
+		m.Release()
+		return
+	}
+	if pending != nil {
+		pending.Add(1)
+	}
+	go func() {
+		if pending != nil {
+			defer pending.Done()
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				logbus.Logf(logbus.Error, logbus.ChannelInternal, "internal panic in a managed tensor release: %v\n%s", r, debug.Stack())
+			}
+		}()
+		_, _ = s.WaitOp(op, core.TimeoutInfinite)
+		m.Release()
+	}()
+}
+
 var dlTensorSize = unsafe.Sizeof(C.DLTensor{})
 
-// tensorAt decodes and validates a DLTensor (the checks of dlpack.FromAddress, shared with
+// tensorAt decodes and validates a DLTensor (the checks of FromAddress, shared with
 // every other way a tensor enters the engine).
-func tensorAt(p unsafe.Pointer, name string) (dlpack.Tensor, error) {
-	return dlpack.FromAddress(uintptr(p), name)
+func tensorAt(p unsafe.Pointer, name string) (tensor.Tensor, error) {
+	return FromAddress(uintptr(p), name)
 }
 
 // tensorsOf decodes the tensors of a write data (prefix names the data struct in messages).
 // firstUse records, for managed tensors, where each pointer first appeared across a batch.
-func tensorsOf(d *C.ovstage_write_data_t, prefix string, firstUse map[unsafe.Pointer]string) ([]dlpack.Tensor, error) {
+func tensorsOf(d *C.ovstage_write_data_t, prefix string, firstUse map[unsafe.Pointer]string) ([]tensor.Tensor, error) {
 	n := uint64(d.tensor_count)
 	client, managed := d.tensors != nil, d.managed_tensors != nil
 	switch {
@@ -98,7 +128,7 @@ func tensorsOf(d *C.ovstage_write_data_t, prefix string, firstUse map[unsafe.Poi
 	case !client && !managed:
 		return nil, invalid("%s.tensors and %s.managed_tensors are both NULL with tensor_count %d", prefix, prefix, n)
 	}
-	out := make([]dlpack.Tensor, n)
+	out := make([]tensor.Tensor, n)
 	if client {
 		base := unsafe.Pointer(d.tensors)
 		for i := range out {

@@ -57,14 +57,10 @@ func ovsgo_fetch_hierarchy_result(p C.uintptr_t, handle C.uint64_t, out unsafe.P
 	if err != nil {
 		return fail(fn, err)
 	}
-	id := nextResultID.Add(1)
-	block, err := abi.NewHierarchyResult(id, res, in.stage.Dictionary())
+	block, err := in.hierResults.KeepHierarchyResult(res, in.stage.Dictionary())
 	if err != nil {
 		return fail(fn, err)
 	}
-	in.mu.Lock()
-	in.hierResults[id] = block
-	in.mu.Unlock()
 	block.CopyTo(out)
 	return 0
 }
@@ -80,12 +76,9 @@ func ovsgo_release_hierarchy_result(p C.uintptr_t, result unsafe.Pointer) (code 
 	if result == nil {
 		return fail(fn, invalid("result is NULL"))
 	}
-	id := abi.HierarchyResultID(result)
-	b, ok := in.takeResult(in.hierResults, id)
-	if !ok {
+	if id := abi.HierarchyResultID(result); !in.hierResults.Release(id) {
 		return fail(fn, status.Errorf(status.InvalidHandle, "hierarchy result %d is not a fetched, unreleased result of this instance", id))
 	}
-	b.Free()
 	return 0
 }
 

@@ -29,8 +29,8 @@ type instance struct {
 	nModels int
 
 	mu           sync.Mutex
-	queryResults map[uint64]abi.Block
-	hierResults  map[uint64]abi.Block
+	queryResults abi.Results
+	hierResults  abi.Results
 	clones       map[uint64]*cloneRecord
 	mapGroups    map[uintptr]mapGroupRef
 	// managed counts writes whose managed tensors are released once their op completes;
@@ -98,7 +98,7 @@ func ovsgo_create_instance(desc unsafe.Pointer, out unsafe.Pointer) (code C.int)
 
 func newInstance(name string) (in *instance, err error) {
 	capture := lifecycle.Global().AcquireInstance()
-	in = &instance{capture: capture, queryResults: map[uint64]abi.Block{}, hierResults: map[uint64]abi.Block{},
+	in = &instance{capture: capture,
 		clones: map[uint64]*cloneRecord{}, mapGroups: map[uintptr]mapGroupRef{}}
 	defer func() {
 		if err != nil {
@@ -135,15 +135,8 @@ func (in *instance) freeBlocks() {
 	in.models.Free()
 	C.free(unsafe.Pointer(in.dict))
 	C.free(unsafe.Pointer(in.bundle))
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	for _, b := range in.queryResults {
-		b.Free()
-	}
-	for _, b := range in.hierResults {
-		b.Free()
-	}
-	in.queryResults, in.hierResults = nil, nil
+	in.queryResults.FreeAll()
+	in.hierResults.FreeAll()
 }
 
 //export ovsgo_destroy_instance

@@ -10,7 +10,6 @@ import (
 	"unsafe"
 
 	"github.com/ovstage-go/ovstage/abi"
-	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/status"
 )
 
@@ -88,10 +87,4 @@ func ovsgo_release_op(ctx C.uintptr_t, op C.uint64_t) (code C.int) {
 	}
 	in.forgetClone(uint64(op))
 	return 0
-}
-
-// waitComplete blocks until op completes (or is unknown: released after completing, or the
-// stage was destroyed, which drains every op).
-func waitComplete(s *core.Stage, op uint64) {
-	_, _ = s.WaitOp(op, core.TimeoutInfinite)
 }

@@ -6,15 +6,11 @@ package main
 import "C"
 
 import (
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/ovstage-go/ovstage/abi"
 	"github.com/ovstage-go/ovstage/core/status"
 )
-
-// nextResultID mints query_result_id and hierarchy_result_id values (never 0).
-var nextResultID atomic.Uint64
 
 //export ovsgo_query
 func ovsgo_query(ctx C.uintptr_t, filter, attrs unsafe.Pointer, n C.size_t, outHandle unsafe.Pointer, out *C.ovstage_enqueue_result_t) {
@@ -89,25 +85,12 @@ func ovsgo_fetch_query_result(ctx C.uintptr_t, query, timeout C.uint64_t, out un
 	if err != nil {
 		return fail(fn, err)
 	}
-	id := nextResultID.Add(1)
-	block, err := abi.NewQueryResult(id, uint64(query), res)
+	block, err := in.queryResults.KeepQueryResult(uint64(query), res)
 	if err != nil {
 		return fail(fn, err)
 	}
-	in.mu.Lock()
-	in.queryResults[id] = block
-	in.mu.Unlock()
 	block.CopyTo(out)
 	return 0
-}
-
-// takeResult removes result id from results (nil when unknown).
-func (in *instance) takeResult(results map[uint64]abi.Block, id uint64) (abi.Block, bool) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	b, ok := results[id]
-	delete(results, id)
-	return b, ok
 }
 
 //export ovsgo_release_query_result
@@ -121,12 +104,9 @@ func ovsgo_release_query_result(ctx C.uintptr_t, result unsafe.Pointer) (code C.
 	if result == nil {
 		return fail(fn, invalid("result is NULL"))
 	}
-	id := abi.QueryResultID(result)
-	b, ok := in.takeResult(in.queryResults, id)
-	if !ok {
+	if id := abi.QueryResultID(result); !in.queryResults.Release(id) {
 		return fail(fn, status.Errorf(status.InvalidHandle, "query result %d is not a fetched, unreleased result of this instance", id))
 	}
-	b.Free()
 	return 0
 }
 

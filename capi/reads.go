@@ -32,14 +32,11 @@ func readAttributes(ctx C.uintptr_t, query uint64, attrs unsafe.Pointer, n uint6
 	if err := need(query, "handle"); err != nil {
 		return 0, err
 	}
-	toks, err := abi.Tokens(attrs, n, "attrs")
+	toks, r, err := abi.Read(attrs, n, rng, placement)
 	if err != nil {
 		return 0, err
 	}
-	if err := abi.ReadPlacement(placement); err != nil {
-		return 0, err
-	}
-	h, op, err := in.stage.ReadAttributes(query, toks, abi.OrdinalRange(rng))
+	h, op, err := in.stage.ReadAttributes(query, toks, r)
 	if err != nil {
 		return 0, err
 	}

@@ -11,25 +11,14 @@ import (
 	"github.com/ovstage-go/ovstage/abi"
 )
 
-// settle hands managed tensors over once an enqueue is decided: a rejected write releases
-// them now; an accepted one when its op completes (the payload may be copied by the op), on a
-// goroutine the instance's destroy waits for.
+// settle hands managed tensors over once an enqueue is decided (abi.Managed.Settle); the
+// instance's destroy waits for the releases of accepted writes.
 func settle(in *instance, owned *abi.Managed, op uint64, err error) {
-	if err != nil || in == nil || owned.Len() == 0 {
+	if in == nil {
 		owned.Release()
 		return
 	}
-	in.managed.Add(1)
-	go func() {
-		defer in.managed.Done()
-		defer func() {
-			if r := recover(); r != nil {
-				_ = recovered("managed tensor release", r)
-			}
-		}()
-		waitComplete(in.stage, op)
-		owned.Release()
-	}()
+	owned.Settle(in.stage, op, err, &in.managed)
 }
 
 func placedName(fn string, placement unsafe.Pointer) string {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 func primPaths(prefix string, n int) []string {
@@ -197,7 +197,7 @@ func TestShuffledOrdinalsFromManyGoroutines(t *testing.T) {
 					defer wg.Done()
 					for _, j := range jobs {
 						_, err := s.WriteAttribute(WriteRequest{Query: q, AttrToken: attr, Ordinal: j.ordinal,
-							Tensors: []dlpack.Tensor{f32Tensor(j.vals)}, Count: prims, Mask: j.mask, HasMask: true})
+							Tensors: []tensor.Tensor{f32Tensor(j.vals)}, Count: prims, Mask: j.mask, HasMask: true})
 						if err != nil {
 							errs <- err
 						}

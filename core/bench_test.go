@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 func benchFixture(b *testing.B) (*fixture, []float32) {
@@ -18,7 +18,7 @@ func benchFixture(b *testing.B) (*fixture, []float32) {
 // BenchmarkWriteWait1000Prims is a write of 1,000 float32 prims and a wait for it.
 func BenchmarkWriteWait1000Prims(b *testing.B) {
 	f, vals := benchFixture(b)
-	req := WriteRequest{Query: f.query, AttrToken: f.attr, Tensors: []dlpack.Tensor{f32Tensor(vals)}}
+	req := WriteRequest{Query: f.query, AttrToken: f.attr, Tensors: []tensor.Tensor{f32Tensor(vals)}}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -44,7 +44,7 @@ func BenchmarkWriteWait1000Prims(b *testing.B) {
 // advance and op releases that keep memory bounded run outside the timer.
 func BenchmarkWriteEnqueue1000Prims(b *testing.B) {
 	f, vals := benchFixture(b)
-	req := WriteRequest{Query: f.query, AttrToken: f.attr, Tensors: []dlpack.Tensor{f32Tensor(vals)}}
+	req := WriteRequest{Query: f.query, AttrToken: f.attr, Tensors: []tensor.Tensor{f32Tensor(vals)}}
 	ops := make([]uint64, 0, 256)
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -5,14 +5,14 @@ import (
 
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/pathdict"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 func isDerived(name string) bool {
 	return name == BuiltinPath || name == BuiltinParent || name == BuiltinChildren
 }
 
-var pathIDType = dlpack.DType{Code: dlpack.CodeUInt, Bits: 64, Lanes: 1}
+var pathIDType = tensor.DType{Code: tensor.CodeUInt, Bits: 64, Lanes: 1}
 
 // derivedGroupsLocked synthesizes usd-path / usd-parent / usd-children for the query's prims
 // that exist, from path components (spec §1.6): not floor-gated, reported at ordinal end. A
@@ -68,14 +68,14 @@ func (s *Stage) derivedGroupsLocked(q *Query, a uint64, name string, end uint64)
 		copy(ids[off:], r)
 		if g.IsArray {
 			g.Tensors = append(g.Tensors, TensorView{Buffer: buf.Retain(), ByteOffset: 8 * off,
-				DType: pathIDType, Rows: int64(len(r)), DeviceType: dlpack.DeviceCPU})
+				DType: pathIDType, Rows: int64(len(r)), DeviceType: tensor.DeviceCPU})
 		}
 		off += len(r)
 	}
 	if g.IsArray {
 		buf.Release() // each row holds its own reference
 	} else {
-		g.Tensors = []TensorView{{Buffer: buf, DType: pathIDType, Rows: int64(total), DeviceType: dlpack.DeviceCPU}}
+		g.Tensors = []TensorView{{Buffer: buf, DType: pathIDType, Rows: int64(total), DeviceType: tensor.DeviceCPU}}
 	}
 	return []*Group{g}, nil
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/sched"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // DeferCopyBytes is the payload size from which a write copies its host payload in the op, on
@@ -30,12 +30,12 @@ func holdsSource(size int64) bool { return size >= DeferCopyBytes }
 var parallelCopyMin = 16 << 20
 
 // deferCopy reports whether a write of these tensors copies in the op (see DeferCopyBytes).
-func deferCopy(tensors []dlpack.Tensor, size int64) bool {
+func deferCopy(tensors []tensor.Tensor, size int64) bool {
 	if !holdsSource(size) {
 		return false
 	}
 	for _, t := range tensors {
-		if t.DeviceType != dlpack.DeviceCPU && t.DeviceType != dlpack.DeviceCUDAHost {
+		if t.DeviceType != tensor.DeviceCPU && t.DeviceType != tensor.DeviceCUDAHost {
 			return false
 		}
 	}
@@ -47,7 +47,7 @@ const memcpyMin = 256 << 10
 
 // copyTensor copies t compactly into dst; a large compact copy is split across worker slots
 // of pool that are free (never more than the pool's size, so Workers=1 copies on one thread).
-func copyTensor(dst []byte, t dlpack.Tensor, pool *sched.Pool) error {
+func copyTensor(dst []byte, t tensor.Tensor, pool *sched.Pool) error {
 	if len(dst) < memcpyMin || !t.Compact() || int64(len(dst)) != t.ByteSize() {
 		return t.CopyCompact(dst)
 	}

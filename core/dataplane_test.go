@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // fetchAll drains a read into groups (released by t.Cleanup).
@@ -51,7 +51,7 @@ func TestRaggedPerRowAndPackedRows(t *testing.T) {
 	f := newFixture(t)
 	pts := f.token("pts")
 	rows := [][]float32{{1, 2}, {3, 4, 5}, {6}}
-	var tensors []dlpack.Tensor
+	var tensors []tensor.Tensor
 	for _, r := range rows {
 		tensors = append(tensors, f32Tensor(r))
 	}
@@ -60,7 +60,7 @@ func TestRaggedPerRowAndPackedRows(t *testing.T) {
 	f.wait(op)
 	packed := f.token("packed")
 	op, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: packed, Ordinal: 1, IsArray: true,
-		Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3, 4, 5, 6})}})
+		Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3, 4, 5, 6})}})
 	require.NoError(t, err)
 	f.wait(op)
 	f.seal(1)
@@ -78,7 +78,7 @@ func TestRaggedPerRowAndPackedRows(t *testing.T) {
 
 	// Packed bytes that do not split evenly, and per-row count mismatch.
 	_, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: packed, Ordinal: 2, IsArray: true,
-		Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3, 4})}})
+		Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3, 4})}})
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 	_, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: pts, Ordinal: 2, IsArray: true,
 		Tensors: tensors[:2]})
@@ -87,15 +87,15 @@ func TestRaggedPerRowAndPackedRows(t *testing.T) {
 	_, err = f.write(2, []float32{1, 2, 3})
 	require.NoError(t, err, "temperature is a different attribute")
 	_, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: pts, Ordinal: 2,
-		Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3})}})
+		Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}})
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 }
 
 func TestBatchIsValidatedWholeAndNeedsDistinctAttributes(t *testing.T) {
 	f := newFixture(t)
 	a, b := f.token("a"), f.token("b")
-	good := WriteRequest{AttrToken: a, Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3})}}
-	bad := WriteRequest{AttrToken: b, Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2})}}
+	good := WriteRequest{AttrToken: a, Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}}
+	bad := WriteRequest{AttrToken: b, Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2})}}
 	_, err := f.s.WriteAttributes(f.query, 1, PrimModeUpsert, []WriteRequest{good, bad})
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 	assert.Contains(t, err.Error(), "writes[1]")
@@ -106,7 +106,7 @@ func TestBatchIsValidatedWholeAndNeedsDistinctAttributes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, groups)
 
-	good2 := WriteRequest{AttrToken: b, Tensors: []dlpack.Tensor{f32Tensor([]float32{4, 5, 6})}}
+	good2 := WriteRequest{AttrToken: b, Tensors: []tensor.Tensor{f32Tensor([]float32{4, 5, 6})}}
 	op, err := f.s.WriteAttributes(f.query, 1, PrimModeUpsert, []WriteRequest{good, good2})
 	require.NoError(t, err)
 	f.wait(op)
@@ -162,7 +162,7 @@ func TestWholePrimDeleteRemovesPrims(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, paths, "deleted prims are not held any more")
 	op, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 3, PrimMode: PrimModeInsert,
-		Tensors: []dlpack.Tensor{f32Tensor([]float32{7, 8, 9})}})
+		Tensors: []tensor.Tensor{f32Tensor([]float32{7, 8, 9})}})
 	require.NoError(t, err, "INSERT works again on deleted prims")
 	f.wait(op)
 }
@@ -195,7 +195,7 @@ func TestScopedFloorsAndOrdinalQueries(t *testing.T) {
 	a, b := f.token("a"), f.token("b")
 	for _, tok := range []uint64{a, b} {
 		op, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: tok, Ordinal: 1,
-			Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3})}})
+			Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}})
 		require.NoError(t, err)
 		f.wait(op)
 	}
@@ -231,7 +231,7 @@ func TestScopedFloorsAndOrdinalQueries(t *testing.T) {
 	_, err = f.s.AdvanceWriteFloor(7, Scope(9), nil)
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 	_, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: b, Ordinal: 6,
-		Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3})}})
+		Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}})
 	assert.Equal(t, status.WriteFloorViolation, status.CodeOf(err))
 }
 
@@ -270,36 +270,36 @@ func TestSchemaPerPrimAfterDelete(t *testing.T) {
 	f.wait(op)
 	f.seal(1)
 	ints := []int32{7, 8}
-	intTensor := dlpack.Tensor{Data: unsafe.Pointer(&ints[0]), DeviceType: dlpack.DeviceCPU,
-		DType: dlpack.DType{Code: dlpack.CodeInt, Bits: 32, Lanes: 1}, Shape: []int64{2}}
-	_, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 2, Tensors: []dlpack.Tensor{intTensor}})
+	intTensor := tensor.Tensor{Data: unsafe.Pointer(&ints[0]), DeviceType: tensor.DeviceCPU,
+		DType: tensor.DType{Code: tensor.CodeInt, Bits: 32, Lanes: 1}, Shape: []int64{2}}
+	_, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 2, Tensors: []tensor.Tensor{intTensor}})
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err), "schema change on prims that carry it")
 	del, _ := f.s.DeleteAttributes(DeleteRequest{Query: f.query, Tokens: []uint64{f.attr}, Ordinal: 2})
 	f.wait(del)
-	op, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 3, Tensors: []dlpack.Tensor{intTensor}})
+	op, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 3, Tensors: []tensor.Tensor{intTensor}})
 	require.NoError(t, err, "accepted once deleted")
 	f.wait(op)
 	f.seal(3)
 	groups, err := f.fetchAll([]uint64{f.attr}, OrdinalRange{End: 3})
 	require.NoError(t, err)
 	require.Len(t, groups, 1)
-	assert.Equal(t, dlpack.CodeInt, groups[0].Tensors[0].DType.Code)
+	assert.Equal(t, tensor.CodeInt, groups[0].Tensors[0].DType.Code)
 }
 
 func TestBuiltinLayoutsAndSemantics(t *testing.T) {
 	f := newFixture(t)
 	_, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrName: BuiltinPrimType, Ordinal: 1,
-		Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3})}})
+		Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}})
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 	_, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrName: "tok", Ordinal: 1, Semantic: SemanticTokenID,
-		Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3})}})
+		Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}})
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 	op, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 1, Semantic: 5,
-		Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3})}})
+		Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}})
 	require.NoError(t, err)
 	f.wait(op)
 	_, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 2, Semantic: 8,
-		Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3})}})
+		Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}})
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err), "roles are immutable")
 	op, err = f.write(2, []float32{1, 2, 3})
 	require.NoError(t, err, "NONE does not change the role")

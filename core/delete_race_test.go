@@ -8,7 +8,7 @@ import (
 
 	"github.com/ovstage-go/ovstage/core/sched"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // TestDeleteWinsOverAnEarlierSubmittedLowerOrdinalWrite: a write at ordinal 5 submitted
@@ -43,9 +43,9 @@ func TestDeleteWinsOverAnEarlierSubmittedLowerOrdinalWrite(t *testing.T) {
 		gate, entered := make(chan struct{}), make(chan struct{})
 		s.pool.Go(sched.NewOp(0, nil, nil), func() error { close(entered); <-gate; return nil }, nil)
 		<-entered
-		x, err := s.WriteAttribute(WriteRequest{Query: qQ, AttrName: "a", Ordinal: base + 5, Tensors: []dlpack.Tensor{f32Tensor(one)}})
+		x, err := s.WriteAttribute(WriteRequest{Query: qQ, AttrName: "a", Ordinal: base + 5, Tensors: []tensor.Tensor{f32Tensor(one)}})
 		require.NoError(t, err)
-		w, err := s.WriteAttribute(WriteRequest{Query: qP, AttrName: "a", Ordinal: base + 5, Tensors: []dlpack.Tensor{f32Tensor(one)}})
+		w, err := s.WriteAttribute(WriteRequest{Query: qP, AttrName: "a", Ordinal: base + 5, Tensors: []tensor.Tensor{f32Tensor(one)}})
 		require.NoError(t, err)
 		del, err := s.DeleteAttributes(DeleteRequest{Query: qP, Names: []string{"a"}, Tokens: []uint64{0}, Ordinal: base + 7})
 		require.NoError(t, err)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/ovstage-go/ovstage/core/cuda"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 func floatsOf(tv TensorView) []float32 {
@@ -129,8 +129,8 @@ func TestWritableExportOfADeviceReadGroupIsADeviceCopy(t *testing.T) {
 }
 
 func testWritableExportOfADeviceReadGroup(t *testing.T, g *gpuFixture) {
-	src, tensor := g.upload(0, []float32{1, 2, 3})
-	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []dlpack.Tensor{tensor}}))
+	src, tn := g.upload(0, []float32{1, 2, 3})
+	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []tensor.Tensor{tn}}))
 	src.Release()
 	g.seal(1)
 	grp := g.readGroup()

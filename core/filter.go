@@ -12,7 +12,7 @@ import (
 	"github.com/ovstage-go/ovstage/core/pathdict"
 	"github.com/ovstage-go/ovstage/core/sched"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // FilterOp is a predicate operator (spec §3.3).
@@ -236,7 +236,7 @@ func (s *Stage) matchDerivedLocked(name string, p Predicate, prims []uint64, kee
 func (s *Stage) valueMatcher(i int, p Predicate, name string, c *column.Column) (func([]byte) (bool, error), error) {
 	dt := c.Schema.DType
 	tokens := name == BuiltinPrimType || name == BuiltinSchemas || c.Schema.Semantic == SemanticTokenID
-	if tokens && dt.Code == dlpack.CodeUInt && dt.Bits == 64 && dt.Lanes == 1 {
+	if tokens && dt.Code == tensor.CodeUInt && dt.Bits == 64 && dt.Lanes == 1 {
 		return func(value []byte) (bool, error) {
 			for off := 0; off+8 <= len(value); off += 8 {
 				str, err := s.dict.TokenString(binary.LittleEndian.Uint64(value[off:]))
@@ -322,9 +322,9 @@ func cmpFloat(a, b float64) int {
 }
 
 // decodeNumber reads one little-endian value of dt as float64.
-func decodeNumber(dt dlpack.DType, b []byte) float64 {
+func decodeNumber(dt tensor.DType, b []byte) float64 {
 	switch dt.Code {
-	case dlpack.CodeFloat:
+	case tensor.CodeFloat:
 		switch dt.Bits {
 		case 16:
 			return float64(halfToFloat(binary.LittleEndian.Uint16(b)))
@@ -333,9 +333,9 @@ func decodeNumber(dt dlpack.DType, b []byte) float64 {
 		case 64:
 			return math.Float64frombits(binary.LittleEndian.Uint64(b))
 		}
-	case dlpack.CodeBfloat:
+	case tensor.CodeBfloat:
 		return float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16))
-	case dlpack.CodeInt:
+	case tensor.CodeInt:
 		switch dt.Bits {
 		case 8:
 			return float64(int8(b[0]))
@@ -346,7 +346,7 @@ func decodeNumber(dt dlpack.DType, b []byte) float64 {
 		case 64:
 			return float64(int64(binary.LittleEndian.Uint64(b)))
 		}
-	case dlpack.CodeUInt, dlpack.CodeBool:
+	case tensor.CodeUInt, tensor.CodeBool:
 		switch dt.Bits {
 		case 8:
 			return float64(b[0])

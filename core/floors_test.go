@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // floorsOf returns the requested (admission at enqueue) and applied effective floors of attr.
@@ -25,7 +25,7 @@ func (f *fixture) holdAdvances(t *testing.T, ordinal uint64) (release func()) {
 	q, _, err := f.s.Query([]Predicate{{Attr: f.attr, Op: OpHas}}, nil)
 	require.NoError(t, err)
 	op, err := f.s.WriteAttribute(WriteRequest{Query: q, AttrToken: f.attr, Ordinal: ordinal,
-		Tensors: []dlpack.Tensor{f32Tensor([]float32{7, 8, 9})}})
+		Tensors: []tensor.Tensor{f32Tensor([]float32{7, 8, 9})}})
 	require.NoError(t, err)
 	return func() {
 		gate.Release()
@@ -38,7 +38,7 @@ func (f *fixture) holdAdvances(t *testing.T, ordinal uint64) (release func()) {
 
 func (f *fixture) writeAttr(attr, ordinal uint64) (uint64, error) {
 	return f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: attr, Ordinal: ordinal,
-		Tensors: []dlpack.Tensor{f32Tensor([]float32{4, 5, 6})}})
+		Tensors: []tensor.Tensor{f32Tensor([]float32{4, 5, 6})}})
 }
 
 // An EXCLUDE advance counts an attribute as known when a write submitted before it creates the

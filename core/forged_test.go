@@ -8,12 +8,12 @@ import (
 
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // forged is a float32 tensor over vals whose shape claims 2^40 rows (4 TiB): no copy may read
 // it in full (the allocation alone fails, and the rows past vals are not memory we own).
-func forged(vals []float32) dlpack.Tensor {
+func forged(vals []float32) tensor.Tensor {
 	t := f32Tensor(vals)
 	t.Shape = []int64{1 << 40}
 	return t
@@ -36,7 +36,7 @@ func TestForgedRowCountIsRejectedBeforeAnyCopy(t *testing.T) {
 	t.Run("resolved query", func(t *testing.T) {
 		f := newFixture(t)
 		_, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 1,
-			Tensors: []dlpack.Tensor{forged(vals)}})
+			Tensors: []tensor.Tensor{forged(vals)}})
 		assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 		assert.ErrorContains(t, err, "tensors[0]: "+forgedShape)
 		assert.ErrorContains(t, err, "do not match the 3 prims written")
@@ -49,7 +49,7 @@ func TestForgedRowCountIsRejectedBeforeAnyCopy(t *testing.T) {
 		q, release := f.pendingQuery(t)
 		defer release()
 		_, err = f.s.WriteAttribute(WriteRequest{Query: q, AttrToken: f.attr, Ordinal: 2, Count: 2,
-			Tensors: []dlpack.Tensor{forged(vals)}})
+			Tensors: []tensor.Tensor{forged(vals)}})
 		assert.Equal(t, status.InvalidArgument, status.CodeOf(err), "rejected at enqueue: rows != count")
 		assert.ErrorContains(t, err, forgedShape)
 	})
@@ -61,7 +61,7 @@ func TestForgedRowCountIsRejectedBeforeAnyCopy(t *testing.T) {
 		q, release := f.pendingQuery(t)
 		live := buffer.LiveBytes()
 		op, err = f.s.WriteAttribute(WriteRequest{Query: q, AttrToken: f.attr, Ordinal: 2,
-			Tensors: []dlpack.Tensor{forged(vals)}})
+			Tensors: []tensor.Tensor{forged(vals)}})
 		require.NoError(t, err, "the prim count is unknown at enqueue")
 		assert.Less(t, buffer.LiveBytes()-live, int64(1<<20), "nothing was copied at enqueue")
 		release()
@@ -75,7 +75,7 @@ func TestForgedRowCountIsRejectedBeforeAnyCopy(t *testing.T) {
 	t.Run("index map reads only real rows", func(t *testing.T) {
 		f := newFixture(t)
 		op, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 1,
-			Count: 3, HasIndexMap: true, IndexMap: []uint32{3, 0, 3}, Tensors: []dlpack.Tensor{forged(vals)}})
+			Count: 3, HasIndexMap: true, IndexMap: []uint32{3, 0, 3}, Tensors: []tensor.Tensor{forged(vals)}})
 		require.NoError(t, err)
 		f.wait(op)
 		f.seal(1)
@@ -86,8 +86,8 @@ func TestForgedRowCountIsRejectedBeforeAnyCopy(t *testing.T) {
 	t.Run("batch entry", func(t *testing.T) {
 		f := newFixture(t)
 		_, err := f.s.WriteAttributes(f.query, 1, PrimModeUpsert, []WriteRequest{
-			{AttrName: "ok", Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3})}},
-			{AttrName: "bad", Tensors: []dlpack.Tensor{forged(vals)}},
+			{AttrName: "ok", Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}},
+			{AttrName: "bad", Tensors: []tensor.Tensor{forged(vals)}},
 		})
 		assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 		assert.ErrorContains(t, err, "writes[1]: tensors[0]: "+forgedShape)
@@ -95,7 +95,7 @@ func TestForgedRowCountIsRejectedBeforeAnyCopy(t *testing.T) {
 	t.Run("unreferenced per-row tensor", func(t *testing.T) {
 		f := newFixture(t)
 		huge := forged(vals)
-		rows := []dlpack.Tensor{f32Tensor([]float32{1, 2}), f32Tensor([]float32{3}), huge}
+		rows := []tensor.Tensor{f32Tensor([]float32{1, 2}), f32Tensor([]float32{3}), huge}
 		op, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrName: "pts", Ordinal: 1, IsArray: true,
 			Count: 3, HasIndexMap: true, IndexMap: []uint32{1, 0, 1}, Tensors: rows})
 		require.NoError(t, err)

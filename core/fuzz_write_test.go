@@ -8,7 +8,7 @@ import (
 
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // fuzzBytes hands out fuzz input bytes as small decisions (0 once exhausted).
@@ -31,7 +31,7 @@ func (r *fuzzBytes) pick(vals ...int64) int64 { return vals[r.intn(len(vals))] }
 
 // fuzzTensor is a tensor over Go memory whose every addressed byte lies inside mem.
 type fuzzTensor struct {
-	t   dlpack.Tensor
+	t   tensor.Tensor
 	mem []byte
 }
 
@@ -44,7 +44,7 @@ const forgedRows = 1 << 40
 // newFuzzTensor decodes a dtype, shape, strides and device and backs them with memory large
 // enough for every element the strides reach; ok=false when that would be too large.
 func newFuzzTensor(r *fuzzBytes) (fuzzTensor, bool) {
-	dt := dlpack.DType{
+	dt := tensor.DType{
 		Code:  uint8(r.pick(0, 1, 2, 4, 6, 2, 3, 5, int64(r.byte()))),
 		Bits:  uint8(r.pick(8, 16, 32, 64, 0, 12, 128, int64(r.byte()))),
 		Lanes: uint16(r.pick(1, 2, 3, 4, 16, 255, 256, 0, int64(r.u16()))),
@@ -90,9 +90,9 @@ func newFuzzTensor(r *fuzzBytes) (fuzzTensor, bool) {
 	for i := range mem {
 		mem[i] = byte(i*131 + int(r.byte()))
 	}
-	t := dlpack.Tensor{Data: unsafe.Pointer(&mem[-lo*elem]), DType: dt, Shape: shape, Strides: strides,
-		DeviceType: int32(r.pick(int64(dlpack.DeviceCPU), int64(dlpack.DeviceCPU), int64(dlpack.DeviceCPU),
-			int64(dlpack.DeviceCUDAHost), int64(dlpack.DeviceCUDA), 7))}
+	t := tensor.Tensor{Data: unsafe.Pointer(&mem[-lo*elem]), DType: dt, Shape: shape, Strides: strides,
+		DeviceType: int32(r.pick(int64(tensor.DeviceCPU), int64(tensor.DeviceCPU), int64(tensor.DeviceCPU),
+			int64(tensor.DeviceCUDAHost), int64(tensor.DeviceCUDA), 7))}
 	return fuzzTensor{t: t, mem: mem}, true
 }
 
@@ -175,7 +175,7 @@ func newFuzzStage(t *testing.T) *fuzzStage {
 	}
 	_, _ = d.Release(baseList)
 	op, err := f.s.WriteAttribute(WriteRequest{Query: baseQ, AttrToken: f.base, Ordinal: 1,
-		Tensors: []dlpack.Tensor{f32Tensor(vals)}})
+		Tensors: []tensor.Tensor{f32Tensor(vals)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +377,7 @@ func FuzzWriteAttribute(f *testing.F) {
 		// Accepted: only a well-formed request may get here.
 		t0 := tensors[0].t
 		for _, ft := range tensors {
-			if ft.t.DeviceType != dlpack.DeviceCPU && ft.t.DeviceType != dlpack.DeviceCUDAHost {
+			if ft.t.DeviceType != tensor.DeviceCPU && ft.t.DeviceType != tensor.DeviceCUDAHost {
 				t.Fatalf("write from device %d accepted: %+v", ft.t.DeviceType, req)
 			}
 		}
@@ -407,7 +407,7 @@ func FuzzWriteAttribute(f *testing.F) {
 		if attr == fs.base {
 			want = baseBefore
 			// A prim that carries the float32 attribute cannot take another schema.
-			changed := req.IsArray || tensors[0].t.DType.Code != dlpack.CodeFloat || tensors[0].t.DType.Bits != 32 ||
+			changed := req.IsArray || tensors[0].t.DType.Code != tensor.CodeFloat || tensors[0].t.DType.Bits != 32 ||
 				int(tensors[0].t.DType.Lanes)*int(t0.NumElements()/max(1, t0.Rows())) != 1
 			for _, tg := range targets {
 				if _, carried := baseBefore[tg.prim]; carried && changed {

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // scopedGate enables g for the test and resets it afterwards (gates are process-wide).
@@ -149,7 +149,7 @@ func TestDestroyFailsHeldOpsInsteadOfHanging(t *testing.T) {
 	assert.Error(t, err, "a malformed write is rejected at enqueue even with the gate on")
 	assert.Zero(t, id)
 	vals := []float32{1}
-	id, err = s.WriteAttribute(WriteRequest{Query: q, AttrName: "x", Ordinal: 1, Tensors: []dlpack.Tensor{f32Tensor(vals)}})
+	id, err = s.WriteAttribute(WriteRequest{Query: q, AttrName: "x", Ordinal: 1, Tensors: []tensor.Tensor{f32Tensor(vals)}})
 	require.NoError(t, err)
 	require.True(t, g.WaitUntilEntered(1, 5*time.Second))
 	op, err := s.lookupOp(id)
@@ -176,7 +176,7 @@ func TestAWaiterOfAnAbandonedOpIsToldTheStageWasDestroyed(t *testing.T) {
 	_, _ = s.Dictionary().Release(list)
 	g := scopedGate(t, WriteGate)
 	vals := []float32{1}
-	id, err := s.WriteAttribute(WriteRequest{Query: q, AttrName: "x", Ordinal: 1, Tensors: []dlpack.Tensor{f32Tensor(vals)}})
+	id, err := s.WriteAttribute(WriteRequest{Query: q, AttrName: "x", Ordinal: 1, Tensors: []tensor.Tensor{f32Tensor(vals)}})
 	require.NoError(t, err)
 	require.True(t, g.WaitUntilEntered(1, 5*time.Second))
 	waited := make(chan WaitResult, 1)

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ovstage-go/ovstage/core/cuda"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 func init() { realDriver = true }
@@ -53,9 +53,9 @@ func TestGPUConcurrentDeviceColumns(t *testing.T) {
 				for i := range vals {
 					vals[i] = float32(o*1000 + c)
 				}
-				src, tensor := g.upload(0, vals)
+				src, tn := g.upload(0, vals)
 				op, err := g.s.WriteAttribute(WriteRequest{Query: q, AttrToken: attrs[c], Ordinal: uint64(o),
-					Tensors: []dlpack.Tensor{tensor}})
+					Tensors: []tensor.Tensor{tn}})
 				src.Release()
 				if err != nil {
 					errs <- err

@@ -12,7 +12,7 @@ import (
 	"github.com/ovstage-go/ovstage/core/pathdict"
 	"github.com/ovstage-go/ovstage/core/sched"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // Hierarchy relations (spec §3.18).
@@ -331,13 +331,13 @@ func mul(a, b mat4) mat4 {
 }
 
 func isMatrixSchema(sc column.Schema) bool {
-	return !sc.IsArray && sc.DType.Code == dlpack.CodeFloat && (sc.DType.Bits == 64 || sc.DType.Bits == 32) &&
+	return !sc.IsArray && sc.DType.Code == tensor.CodeFloat && (sc.DType.Bits == 64 || sc.DType.Bits == 32) &&
 		sc.DType.Lanes == 16
 }
 
 func isFlagSchema(sc column.Schema) bool {
 	return !sc.IsArray && sc.DType.Bits == 8 && sc.DType.Lanes == 1 &&
-		(sc.DType.Code == dlpack.CodeBool || sc.DType.Code == dlpack.CodeUInt || sc.DType.Code == dlpack.CodeInt)
+		(sc.DType.Code == tensor.CodeBool || sc.DType.Code == tensor.CodeUInt || sc.DType.Code == tensor.CodeInt)
 }
 
 func readMatrix(b []byte, bits uint8) mat4 {

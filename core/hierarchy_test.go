@@ -9,7 +9,7 @@ import (
 
 	"github.com/ovstage-go/ovstage/core/pathdict"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // hierStage is a stage with helpers to author prims and matrices by path.
@@ -55,22 +55,22 @@ func (h *hierStage) wait(op uint64) error {
 
 // writeRows writes one row per path of attr with the given element dtype (rows of lanes
 // values each, taken from the raw bytes of vals) at ordinal and waits.
-func (h *hierStage) writeRows(paths []string, attr string, ordinal uint64, dt dlpack.DType, data unsafe.Pointer, lanes int64) {
+func (h *hierStage) writeRows(paths []string, attr string, ordinal uint64, dt tensor.DType, data unsafe.Pointer, lanes int64) {
 	h.t.Helper()
 	shape := []int64{int64(len(paths))}
 	if lanes > 1 {
 		shape = append(shape, lanes)
 	}
 	op, err := h.s.WriteAttribute(WriteRequest{Query: h.query(paths...), AttrName: attr, Ordinal: ordinal,
-		Tensors: []dlpack.Tensor{{Data: data, DeviceType: dlpack.DeviceCPU, DType: dt, Shape: shape}}})
+		Tensors: []tensor.Tensor{{Data: data, DeviceType: tensor.DeviceCPU, DType: dt, Shape: shape}}})
 	require.NoError(h.t, err)
 	require.NoError(h.t, h.wait(op))
 }
 
 var (
-	f64 = dlpack.DType{Code: dlpack.CodeFloat, Bits: 64, Lanes: 1}
-	f32 = dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}
-	b8  = dlpack.DType{Code: dlpack.CodeBool, Bits: 8, Lanes: 1}
+	f64 = tensor.DType{Code: tensor.CodeFloat, Bits: 64, Lanes: 1}
+	f32 = tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1}
+	b8  = tensor.DType{Code: tensor.CodeBool, Bits: 8, Lanes: 1}
 )
 
 func (h *hierStage) touch(ordinal uint64, paths ...string) {

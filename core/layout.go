@@ -2,7 +2,7 @@ package core
 
 import (
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // Attribute semantics with layout rules (spec §1.4).
@@ -34,16 +34,16 @@ var derivedBuiltins = map[string]bool{BuiltinPath: true, BuiltinParent: true, Bu
 const MaxLanes = 255
 
 // checkDType accepts numeric int/uint/float/bfloat/bool value types.
-func checkDType(dt dlpack.DType, name string) error {
+func checkDType(dt tensor.DType, name string) error {
 	ok := false
 	switch dt.Code {
-	case dlpack.CodeInt, dlpack.CodeUInt:
+	case tensor.CodeInt, tensor.CodeUInt:
 		ok = dt.Bits == 8 || dt.Bits == 16 || dt.Bits == 32 || dt.Bits == 64
-	case dlpack.CodeFloat:
+	case tensor.CodeFloat:
 		ok = dt.Bits == 16 || dt.Bits == 32 || dt.Bits == 64
-	case dlpack.CodeBfloat:
+	case tensor.CodeBfloat:
 		ok = dt.Bits == 16
-	case dlpack.CodeBool:
+	case tensor.CodeBool:
 		ok = dt.Bits == 8
 	}
 	if !ok {
@@ -57,9 +57,9 @@ func checkDType(dt dlpack.DType, name string) error {
 
 // checkDevice accepts host and CUDA tensors (whether a GPU is usable is decided at copy-in,
 // see placement.go).
-func checkDevice(t dlpack.Tensor, name string) error {
+func checkDevice(t tensor.Tensor, name string) error {
 	switch t.DeviceType {
-	case dlpack.DeviceCPU, dlpack.DeviceCUDAHost, dlpack.DeviceCUDA, dlpack.DeviceCUDAManaged:
+	case tensor.DeviceCPU, tensor.DeviceCUDAHost, tensor.DeviceCUDA, tensor.DeviceCUDAManaged:
 		return nil
 	}
 	return status.Errorf(status.NotSupported, "%s: device type %d is not supported", name, t.DeviceType)
@@ -67,9 +67,9 @@ func checkDevice(t dlpack.Tensor, name string) error {
 
 // foldFixed returns the canonical value dtype of a fixed-size payload: trailing dims fold into
 // lanes ((N,3) lanes 1 → lanes 3, (N,4,4) → 16). The leading dim is the row count.
-func foldFixed(t dlpack.Tensor, name string) (dlpack.DType, int64, error) {
+func foldFixed(t tensor.Tensor, name string) (tensor.DType, int64, error) {
 	if len(t.Shape) == 0 {
-		return dlpack.DType{}, 0, status.Errorf(status.InvalidArgument, "%s: a fixed-size write needs a tensor with a leading row dimension (ndim >= 1), got ndim 0", name)
+		return tensor.DType{}, 0, status.Errorf(status.InvalidArgument, "%s: a fixed-size write needs a tensor with a leading row dimension (ndim >= 1), got ndim 0", name)
 	}
 	lanes := int64(t.DType.Lanes)
 	for _, d := range t.Shape[1:] {
@@ -79,25 +79,25 @@ func foldFixed(t dlpack.Tensor, name string) (dlpack.DType, int64, error) {
 		}
 	}
 	if lanes == 0 {
-		return dlpack.DType{}, 0, status.Errorf(status.InvalidArgument, "%s: shape %v has an empty trailing dimension", name, t.Shape)
+		return tensor.DType{}, 0, status.Errorf(status.InvalidArgument, "%s: shape %v has an empty trailing dimension", name, t.Shape)
 	}
 	if lanes > MaxLanes {
-		return dlpack.DType{}, 0, status.Errorf(status.NotSupported, "%s: shape %v with %d lanes folds to more than %d lanes per row", name, t.Shape, t.DType.Lanes, MaxLanes)
+		return tensor.DType{}, 0, status.Errorf(status.NotSupported, "%s: shape %v with %d lanes folds to more than %d lanes per row", name, t.Shape, t.DType.Lanes, MaxLanes)
 	}
-	dt := dlpack.DType{Code: t.DType.Code, Bits: t.DType.Bits, Lanes: uint16(lanes)}
+	dt := tensor.DType{Code: t.DType.Code, Bits: t.DType.Bits, Lanes: uint16(lanes)}
 	if err := checkDType(dt, name); err != nil {
-		return dlpack.DType{}, 0, err
+		return tensor.DType{}, 0, err
 	}
 	return dt, t.Shape[0], nil
 }
 
 // checkSemanticLayout enforces the ID-semantic layouts of spec §1.4.
-func checkSemanticLayout(label string, sem int32, dt dlpack.DType, isArray bool) error {
+func checkSemanticLayout(label string, sem int32, dt tensor.DType, isArray bool) error {
 	if sem < 0 || sem > maxSemantic {
 		return nil // newer library values pass through unchecked (spec §5.3)
 	}
 	u64 := func(lanes uint16) bool {
-		return dt.Code == dlpack.CodeUInt && dt.Bits == 64 && dt.Lanes == lanes
+		return dt.Code == tensor.CodeUInt && dt.Bits == 64 && dt.Lanes == lanes
 	}
 	bad := func(want string) error {
 		return status.Errorf(status.InvalidArgument, "%ssemantic %d requires %s, got dtype %s (is_array=%v)", label, sem, want, dt, isArray)
@@ -120,7 +120,7 @@ func checkSemanticLayout(label string, sem int32, dt dlpack.DType, isArray bool)
 			return bad("dtype uint64x2 with is_array=True")
 		}
 	case SemanticString:
-		if dt.Code != dlpack.CodeUInt || dt.Bits != 8 || dt.Lanes != 1 || !isArray {
+		if dt.Code != tensor.CodeUInt || dt.Bits != 8 || dt.Lanes != 1 || !isArray {
 			return bad("dtype uint8x1 with is_array=True")
 		}
 	}
@@ -128,8 +128,8 @@ func checkSemanticLayout(label string, sem int32, dt dlpack.DType, isArray bool)
 }
 
 // checkBuiltinLayout enforces the layouts of the recorded built-ins (spec §1.6).
-func checkBuiltinLayout(label, name string, dt dlpack.DType, isArray bool) error {
-	tokenIDs := dt.Code == dlpack.CodeUInt && dt.Bits == 64 && dt.Lanes == 1
+func checkBuiltinLayout(label, name string, dt tensor.DType, isArray bool) error {
+	tokenIDs := dt.Code == tensor.CodeUInt && dt.Bits == 64 && dt.Lanes == 1
 	switch name {
 	case BuiltinPrimType:
 		if isArray || !tokenIDs {

@@ -7,7 +7,7 @@ import (
 	"github.com/ovstage-go/ovstage/core/column"
 	"github.com/ovstage-go/ovstage/core/sched"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // MapRequest is one map_attribute call. DType zero means "use the existing column's schema".
@@ -17,7 +17,7 @@ type MapRequest struct {
 	AttrName     string
 	Ordinal      uint64
 	PrimMode     int32
-	DType        dlpack.DType
+	DType        tensor.DType
 	Semantic     int32
 	ElementSizes []uint64 // per query prim: a ragged (array) map; nil: fixed
 }
@@ -65,7 +65,7 @@ func (s *Stage) MapAttribute(req MapRequest) (uint64, uint64, error) {
 	}
 	w := &preparedWrite{attr: attr, ordinal: req.Ordinal, primMode: req.PrimMode,
 		schema: column.Schema{IsArray: req.ElementSizes != nil, DType: req.DType, Semantic: req.Semantic}}
-	if req.DType != (dlpack.DType{}) {
+	if req.DType != (tensor.DType{}) {
 		if err := checkDType(req.DType, "dtype"); err != nil {
 			return 0, 0, err
 		}
@@ -119,7 +119,7 @@ func (s *Stage) prepareMap(m *Map, sizes []int64) error {
 	if sizes != nil && len(sizes) != len(prims) {
 		return status.Errorf(status.InvalidArgument, "element_sizes has %d entries for a query of %d prims", len(sizes), len(prims))
 	}
-	if w.schema.DType == (dlpack.DType{}) {
+	if w.schema.DType == (tensor.DType{}) {
 		var found []*column.Column
 		for _, c := range s.columns[w.attr] {
 			hit := false
@@ -194,11 +194,11 @@ func (s *Stage) newMapGroupLocked(m *Map, col *column.Column, prims []uint64, si
 		Semantic: w.schema.Semantic, PrimList: m.q.List, PrimCount: uint32(len(prims)),
 		FloorOrdinal: s.floors.effective(w.attr), dict: s.dict, staged: true}
 	if sizes == nil {
-		g.Tensors = []TensorView{{Buffer: staging.Retain(), DType: w.schema.DType, Rows: int64(len(prims)), DeviceType: dlpack.DeviceCPU}}
+		g.Tensors = []TensorView{{Buffer: staging.Retain(), DType: w.schema.DType, Rows: int64(len(prims)), DeviceType: tensor.DeviceCPU}}
 	} else {
 		for k := range prims {
 			g.Tensors = append(g.Tensors, TensorView{Buffer: staging.Retain(), ByteOffset: int(g.rowOff[k]),
-				DType: w.schema.DType, Rows: g.rowLen[k], DeviceType: dlpack.DeviceCPU})
+				DType: w.schema.DType, Rows: g.rowLen[k], DeviceType: tensor.DeviceCPU})
 		}
 	}
 	return g, nil

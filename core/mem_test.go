@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ovstage-go/ovstage/core/buffer"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 func heapInUse() uint64 {
@@ -39,7 +39,7 @@ func TestBulkColumnsCostLittleBeyondTheirPayload(t *testing.T) {
 	write := func(a int) {
 		tok, err := s.Dictionary().InternToken(fmt.Sprint("mem", a))
 		require.NoError(t, err)
-		id, err := s.WriteAttribute(WriteRequest{Query: q, AttrToken: tok, Ordinal: 1, Tensors: []dlpack.Tensor{f32Tensor(vals)}})
+		id, err := s.WriteAttribute(WriteRequest{Query: q, AttrToken: tok, Ordinal: 1, Tensors: []tensor.Tensor{f32Tensor(vals)}})
 		require.NoError(t, err)
 		res, err := s.WaitOp(id, TimeoutInfinite)
 		require.NoError(t, err)

@@ -28,22 +28,22 @@ import (
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/sched"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 type modelAttr struct {
 	name  string
-	dtype dlpack.DType
+	dtype tensor.DType
 }
 
 var modelAttrs = []modelAttr{
-	{"model:a", dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}},
-	{"model:b", dlpack.DType{Code: dlpack.CodeInt, Bits: 16, Lanes: 3}},
-	{"model:c", dlpack.DType{Code: dlpack.CodeUInt, Bits: 8, Lanes: 4}},
+	{"model:a", tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1}},
+	{"model:b", tensor.DType{Code: tensor.CodeInt, Bits: 16, Lanes: 3}},
+	{"model:c", tensor.DType{Code: tensor.CodeUInt, Bits: 8, Lanes: 4}},
 }
 
 // otherDType is the schema of "second schema" writes and maps.
-var otherDType = dlpack.DType{Code: dlpack.CodeInt, Bits: 32, Lanes: 1}
+var otherDType = tensor.DType{Code: tensor.CodeInt, Bits: 32, Lanes: 1}
 
 // modelPaths is the initial prim universe: a few subtrees (for clones) and leaves. Clones onto
 // fresh targets add their copies' paths.
@@ -214,14 +214,14 @@ func (d *driver) newQuery() {
 // payload builds rows of dt in Go memory in a random but equivalent layout: compact, with
 // trailing dims to fold, strided, or with a negative stride. It returns the tensor, the
 // expected row bytes and the memory to keep alive.
-func (d *driver) payload(dt dlpack.DType, rows int) (dlpack.Tensor, [][]byte, []byte) {
+func (d *driver) payload(dt tensor.DType, rows int) (tensor.Tensor, [][]byte, []byte) {
 	rowBytes := dt.ElemBytes()
 	want := make([][]byte, rows)
 	for r := range want {
 		want[r] = make([]byte, rowBytes)
 		d.rng.Read(want[r])
 	}
-	t := dlpack.Tensor{DeviceType: dlpack.DeviceCPU, DType: dt, Shape: []int64{int64(rows)}}
+	t := tensor.Tensor{DeviceType: tensor.DeviceCPU, DType: dt, Shape: []int64{int64(rows)}}
 	layout := d.rng.Intn(4)
 	if rows == 0 {
 		layout = 0
@@ -337,8 +337,8 @@ func (d *driver) write() {
 	if insert {
 		req.PrimMode = PrimModeInsert
 	}
-	tensor, want, mem := d.payload(dt, rows)
-	req.Tensors = []dlpack.Tensor{tensor}
+	tn, want, mem := d.payload(dt, rows)
+	req.Tensors = []tensor.Tensor{tn}
 	errs := d.m.writeErrors(attr, dt, ordinal, targets, ok, insert)
 	op, err := d.s.WriteAttribute(req)
 	runtime.KeepAlive(mem)
@@ -518,7 +518,7 @@ func (d *driver) collect(g *Group, exp readExpectation, values map[mKey]string, 
 	if g.FloorOrdinal != exp.floors[g.Attribute] {
 		d.failf("group floor %d, want %d", g.FloorOrdinal, exp.floors[g.Attribute])
 	}
-	var dt dlpack.DType
+	var dt tensor.DType
 	if g.IsDelete {
 		// A tombstone group has no tensor naming its column: its ordinal is one of the name's.
 		found := false

@@ -24,7 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // mapSession is an open map session of the driver.
@@ -50,7 +50,7 @@ func (d *driver) mapOpen() {
 	dt := modelAttrs[ai].dtype
 	switch d.rng.Intn(8) {
 	case 0:
-		dt = dlpack.DType{} // the schema the prims carry
+		dt = tensor.DType{} // the schema the prims carry
 	case 1:
 		dt = otherDType
 	}

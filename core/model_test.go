@@ -10,14 +10,14 @@ import (
 	"slices"
 
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // mKey is one cell of one column: an attribute name on a prim, in the column of one storage
 // schema. A name may have several columns (different prims, different schemas).
 type mKey struct {
 	attr, prim uint64
-	dt         dlpack.DType
+	dt         tensor.DType
 }
 
 // mCell is an attribute name on a prim, whatever its column.
@@ -168,8 +168,8 @@ func (m *goModel) keysOf(c mCell) []mKey {
 }
 
 // liveSchemas lists the schemas in which the cell is live.
-func (m *goModel) liveSchemas(c mCell) []dlpack.DType {
-	var out []dlpack.DType
+func (m *goModel) liveSchemas(c mCell) []tensor.DType {
+	var out []tensor.DType
 	for _, k := range m.keysOf(c) {
 		if m.live(k) {
 			out = append(out, k.dt)
@@ -179,7 +179,7 @@ func (m *goModel) liveSchemas(c mCell) []dlpack.DType {
 }
 
 // liveOtherSchema: the cell is live in a column of another schema than dt.
-func (m *goModel) liveOtherSchema(c mCell, dt dlpack.DType) bool {
+func (m *goModel) liveOtherSchema(c mCell, dt tensor.DType) bool {
 	for _, s := range m.liveSchemas(c) {
 		if s != dt {
 			return true
@@ -265,7 +265,7 @@ func (m *goModel) pendingInRegion(roots []uint64) []uint64 {
 }
 
 // schemaRacy: a pending op may make some cell of attr live in a schema other than dt.
-func (m *goModel) schemaRacy(attr uint64, dt dlpack.DType) bool {
+func (m *goModel) schemaRacy(attr uint64, dt tensor.DType) bool {
 	for _, p := range m.pending {
 		for _, k := range p.keys {
 			if k.attr == attr && k.dt != dt {
@@ -326,7 +326,7 @@ func planTargets(paths []uint64, rows int, req WriteRequest) ([]mTarget, bool) {
 
 // writeErrors: the codes a write (or map commit) may fail with; empty means it succeeds.
 // Several may apply, and the engine may report any one of them.
-func (m *goModel) writeErrors(attr uint64, dt dlpack.DType, ordinal uint64, targets []mTarget, ok, insert bool) map[status.Code]bool {
+func (m *goModel) writeErrors(attr uint64, dt tensor.DType, ordinal uint64, targets []mTarget, ok, insert bool) map[status.Code]bool {
 	errs := map[status.Code]bool{}
 	if ordinal <= m.effective(attr) {
 		errs[status.WriteFloorViolation] = true
@@ -350,7 +350,7 @@ func (m *goModel) writeErrors(attr uint64, dt dlpack.DType, ordinal uint64, targ
 
 // acceptWrite records a write or map commit that will succeed; rowsData[t.row] is the value
 // of target t.
-func (m *goModel) acceptWrite(op, attr uint64, dt dlpack.DType, ordinal uint64, targets []mTarget, rowsData [][]byte) *mPending {
+func (m *goModel) acceptWrite(op, attr uint64, dt tensor.DType, ordinal uint64, targets []mTarget, rowsData [][]byte) *mPending {
 	seq := m.nextSeq()
 	p := &mPending{}
 	for i, t := range targets {
@@ -412,17 +412,17 @@ func (m *goModel) applyDelete(op uint64, paths, attrs []uint64, ordinal uint64) 
 // mapSetup is what a map session's setup decides: the schema it maps, the buffer rows it
 // starts with (the committed values, zeros where there is none), or the codes it fails with.
 type mapSetup struct {
-	dt      dlpack.DType
+	dt      tensor.DType
 	prefill [][]byte
 	errs    map[status.Code]bool
 }
 
 // planMap decides a map setup over paths; dt zero maps the one schema the prims carry attr in.
 // Nothing touching paths may be pending.
-func (m *goModel) planMap(attr uint64, dt dlpack.DType, paths []uint64, insert bool) mapSetup {
+func (m *goModel) planMap(attr uint64, dt tensor.DType, paths []uint64, insert bool) mapSetup {
 	setup := mapSetup{dt: dt, errs: map[status.Code]bool{}}
-	if dt == (dlpack.DType{}) {
-		var found []dlpack.DType
+	if dt == (tensor.DType{}) {
+		var found []tensor.DType
 		for _, p := range paths {
 			for _, s := range m.liveSchemas(mCell{attr, p}) {
 				if !slices.Contains(found, s) {
@@ -671,7 +671,7 @@ func (m *goModel) uncertainChanges(paths, attrs []uint64) int {
 // mColumn names one column: an attribute's storage schema.
 type mColumn struct {
 	attr uint64
-	dt   dlpack.DType
+	dt   tensor.DType
 }
 
 type readExpectation struct {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // A packed ragged payload's rows are computed, not materialized: an empty payload whose index
@@ -15,16 +15,16 @@ import (
 func TestPackedArrayRowsAreNotMaterialized(t *testing.T) {
 	f := newFixture(t, "/packed/A", "/packed/B")
 	var none [1]byte
-	empty := dlpack.Tensor{Data: unsafe.Pointer(&none[0]), DeviceType: dlpack.DeviceCPU,
-		DType: dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}, Shape: []int64{0}}
+	empty := tensor.Tensor{Data: unsafe.Pointer(&none[0]), DeviceType: tensor.DeviceCPU,
+		DType: tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1}, Shape: []int64{0}}
 	op, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrName: "packed", Ordinal: 1, IsArray: true,
-		Tensors: []dlpack.Tensor{empty}, Count: 2, IndexMap: []uint32{1<<32 - 1, 0}, HasIndexMap: true})
+		Tensors: []tensor.Tensor{empty}, Count: 2, IndexMap: []uint32{1<<32 - 1, 0}, HasIndexMap: true})
 	require.NoError(t, err)
 	f.wait(op)
 	// Two uniform rows of 3 elements, gathered in reverse.
 	vals := []float32{1, 2, 3, 4, 5, 6}
 	op, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrName: "packed", Ordinal: 2, IsArray: true,
-		Tensors: []dlpack.Tensor{f32Tensor(vals)}, Count: 2, IndexMap: []uint32{1, 0}, HasIndexMap: true})
+		Tensors: []tensor.Tensor{f32Tensor(vals)}, Count: 2, IndexMap: []uint32{1, 0}, HasIndexMap: true})
 	require.NoError(t, err)
 	f.wait(op)
 	f.seal(1)

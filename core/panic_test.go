@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // stuckAfter bounds every stage call in these tests: a stage wedged by a panic that kept its
@@ -262,7 +262,7 @@ func TestPanicInACopyHelperFailsTheWrite(t *testing.T) {
 	var res WaitResult
 	within(t, "split copy", func() (err error) {
 		op, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrName: "wide", Ordinal: 5,
-			IsArray: true, Tensors: []dlpack.Tensor{f32Tensor(vals)}})
+			IsArray: true, Tensors: []tensor.Tensor{f32Tensor(vals)}})
 		if err == nil {
 			res, err = f.s.WaitOp(op, uint64(stuckAfter))
 		}

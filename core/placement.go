@@ -26,7 +26,7 @@ import (
 	"github.com/ovstage-go/ovstage/core/column"
 	"github.com/ovstage-go/ovstage/core/cuda"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 	"github.com/ovstage-go/ovstage/internal/cptr"
 )
 
@@ -54,18 +54,18 @@ func (s CudaSync) argName() string {
 }
 
 // onDevice reports whether a source tensor lives in device (or managed) memory.
-func onDevice(t dlpack.Tensor) bool {
-	return t.DeviceType == dlpack.DeviceCUDA || t.DeviceType == dlpack.DeviceCUDAManaged
+func onDevice(t tensor.Tensor) bool {
+	return t.DeviceType == tensor.DeviceCUDA || t.DeviceType == tensor.DeviceCUDAManaged
 }
 
 // resolvePlacement decides where a write's column lives: the explicit device when given, else
 // the source's device.
-func resolvePlacement(t dlpack.Tensor, explicit column.Placement, name string) (column.Placement, error) {
+func resolvePlacement(t tensor.Tensor, explicit column.Placement, name string) (column.Placement, error) {
 	if explicit != (column.Placement{}) {
 		switch {
-		case explicit.DeviceType == dlpack.DeviceCPU && explicit.DeviceID == 0:
+		case explicit.DeviceType == tensor.DeviceCPU && explicit.DeviceID == 0:
 			return column.Host, nil
-		case explicit.DeviceType == dlpack.DeviceCUDA && explicit.DeviceID >= 0:
+		case explicit.DeviceType == tensor.DeviceCUDA && explicit.DeviceID >= 0:
 			return explicit, nil
 		}
 		return column.Placement{}, status.Errorf(status.InvalidArgument,
@@ -73,9 +73,9 @@ func resolvePlacement(t dlpack.Tensor, explicit column.Placement, name string) (
 			explicit.DeviceType, explicit.DeviceID)
 	}
 	switch t.DeviceType {
-	case dlpack.DeviceCPU, dlpack.DeviceCUDAHost:
+	case tensor.DeviceCPU, tensor.DeviceCUDAHost:
 		return column.Host, nil
-	case dlpack.DeviceCUDA, dlpack.DeviceCUDAManaged:
+	case tensor.DeviceCUDA, tensor.DeviceCUDAManaged:
 		if t.DeviceID < 0 {
 			return column.Placement{}, status.Errorf(status.InvalidArgument, "%s: CUDA device id %d is negative", name, t.DeviceID)
 		}
@@ -136,7 +136,7 @@ func newStorage(p column.Placement) (column.Storage, error) {
 // gpuFor returns the device a write's GPU work runs on: the source's device for device
 // sources, else the placement's, else device 0 (a host write that only synchronizes). Its
 // errors name the argument that asked for a GPU.
-func gpuFor(t dlpack.Tensor, place column.Placement, sync CudaSync, name string) (*cuda.Device, error) {
+func gpuFor(t tensor.Tensor, place column.Placement, sync CudaSync, name string) (*cuda.Device, error) {
 	ordinal, arg, what := 0, sync.argName(), "CUDA synchronization"
 	switch {
 	case onDevice(t):
@@ -166,7 +166,7 @@ type copyIn struct {
 
 // beginCopyIn checks that the GPU the tensors or the placement need is usable and waits for
 // the caller's CUDA work (sync) before anything is read.
-func beginCopyIn(tensors []dlpack.Tensor, place column.Placement, sync CudaSync, label string) (*copyIn, error) {
+func beginCopyIn(tensors []tensor.Tensor, place column.Placement, sync CudaSync, label string) (*copyIn, error) {
 	cp := &copyIn{place: place, streams: map[int]*cuda.Stream{}}
 	cp.gpu = !place.IsHost() || !sync.IsZero()
 	for i, t := range tensors {
@@ -181,7 +181,7 @@ func beginCopyIn(tensors []dlpack.Tensor, place column.Placement, sync CudaSync,
 	if !cp.gpu {
 		return cp, nil
 	}
-	first := dlpack.Tensor{DeviceType: dlpack.DeviceCPU}
+	first := tensor.Tensor{DeviceType: tensor.DeviceCPU}
 	if len(tensors) > 0 {
 		first = tensors[0]
 	}
@@ -213,7 +213,7 @@ func (cp *copyIn) alloc(size int) error {
 }
 
 // copy copies t's data to byte offset off of the payload.
-func (cp *copyIn) copy(t dlpack.Tensor, off int64, name string) error {
+func (cp *copyIn) copy(t tensor.Tensor, off int64, name string) error {
 	size := int(t.ByteSize())
 	if !onDevice(t) && cp.place.IsHost() {
 		return t.CopyCompact(cp.dst.Bytes()[off : off+int64(size)])
@@ -262,7 +262,7 @@ func (cp *copyIn) abort() {
 	}
 }
 
-func copyHostToHost(t dlpack.Tensor, size int) (buffer.Buffer, error) {
+func copyHostToHost(t tensor.Tensor, size int) (buffer.Buffer, error) {
 	payload, err := buffer.New(size)
 	if err != nil {
 		return buffer.Buffer{}, err
@@ -276,13 +276,13 @@ func copyHostToHost(t dlpack.Tensor, size int) (buffer.Buffer, error) {
 
 // checkDeviceSource validates a device source: compact, and really memory of the device it
 // claims (CUDA-managed memory is addressable everywhere and is not checked).
-func checkDeviceSource(dev *cuda.Device, t dlpack.Tensor, name string) error {
+func checkDeviceSource(dev *cuda.Device, t tensor.Tensor, name string) error {
 	if !t.Compact() {
 		return status.Errorf(status.NotSupported,
 			"%s: a non-contiguous CUDA tensor (shape %v, strides %v) cannot be copied without a host round trip; make it contiguous first (e.g. tensor.contiguous())",
 			name, t.Shape, t.Strides)
 	}
-	if t.DeviceType != dlpack.DeviceCUDA || t.ByteSize() == 0 {
+	if t.DeviceType != tensor.DeviceCUDA || t.ByteSize() == 0 {
 		return nil
 	}
 	ord, err := dev.PointerDevice(uintptr(t.Data))
@@ -297,7 +297,7 @@ func checkDeviceSource(dev *cuda.Device, t dlpack.Tensor, name string) error {
 
 // queueCopyIn queues the copy of t to address dst (in the placement) on stream (the source's
 // device, or the target's for host sources).
-func queueCopyIn(stream *cuda.Stream, t dlpack.Tensor, dst uintptr, place column.Placement, size int) error {
+func queueCopyIn(stream *cuda.Stream, t tensor.Tensor, dst uintptr, place column.Placement, size int) error {
 	if size == 0 {
 		return nil
 	}
@@ -316,7 +316,7 @@ func queueCopyIn(stream *cuda.Stream, t dlpack.Tensor, dst uintptr, place column
 			return err
 		}
 		return stream.Sync() // the staging buffer is released on return
-	case t.DeviceType == dlpack.DeviceCUDAManaged: // unified addressing handles any target
+	case t.DeviceType == tensor.DeviceCUDAManaged: // unified addressing handles any target
 		return stream.CopyAny(dst, src, size)
 	case place.IsHost():
 		return stream.CopyDtoH(cptr.At(dst), src, size)
@@ -333,7 +333,7 @@ func queueCopyIn(stream *cuda.Stream, t dlpack.Tensor, dst uintptr, place column
 
 // needsGPU reports whether a write's payload copy involves the driver: a device source, a
 // device placement, or a CUDA sync descriptor to honour.
-func needsGPU(tensors []dlpack.Tensor, place column.Placement, sync CudaSync) bool {
+func needsGPU(tensors []tensor.Tensor, place column.Placement, sync CudaSync) bool {
 	if !place.IsHost() || !sync.IsZero() {
 		return true
 	}
@@ -348,7 +348,7 @@ func needsGPU(tensors []dlpack.Tensor, place column.Placement, sync CudaSync) bo
 // copyPayloadPlaced is copyPayload for writes that involve a GPU: it waits for the caller's
 // CUDA work (sync), then copies every tensor back to back into one buffer placed at w.place,
 // before the enqueue returns (never deferred: the caller may reuse its tensor at once).
-func (w *preparedWrite) copyPayloadPlaced(tensors []dlpack.Tensor, sync CudaSync) error {
+func (w *preparedWrite) copyPayloadPlaced(tensors []tensor.Tensor, sync CudaSync) error {
 	cp, err := beginCopyIn(tensors, w.place, sync, w.label)
 	if err != nil {
 		return err

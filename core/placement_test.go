@@ -13,7 +13,7 @@ import (
 	"github.com/ovstage-go/ovstage/core/column"
 	"github.com/ovstage-go/ovstage/core/cuda"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 	"github.com/ovstage-go/ovstage/internal/fakecuda"
 )
 
@@ -22,12 +22,12 @@ import (
 // context discipline, pointer kinds and frees. Real-GPU tests are in gpu_test.go (-tags gpu).
 
 func TestResolvePlacement(t *testing.T) {
-	cpu := dlpack.Tensor{DeviceType: dlpack.DeviceCPU}
-	pinned := dlpack.Tensor{DeviceType: dlpack.DeviceCUDAHost, DeviceID: 1}
-	gpu1 := dlpack.Tensor{DeviceType: dlpack.DeviceCUDA, DeviceID: 1}
-	managed := dlpack.Tensor{DeviceType: dlpack.DeviceCUDAManaged, DeviceID: 2}
+	cpu := tensor.Tensor{DeviceType: tensor.DeviceCPU}
+	pinned := tensor.Tensor{DeviceType: tensor.DeviceCUDAHost, DeviceID: 1}
+	gpu1 := tensor.Tensor{DeviceType: tensor.DeviceCUDA, DeviceID: 1}
+	managed := tensor.Tensor{DeviceType: tensor.DeviceCUDAManaged, DeviceID: 2}
 	cases := []struct {
-		src      dlpack.Tensor
+		src      tensor.Tensor
 		explicit column.Placement
 		want     column.Placement
 	}{
@@ -47,13 +47,13 @@ func TestResolvePlacement(t *testing.T) {
 	_, err := resolvePlacement(cpu, column.Placement{DeviceType: 7}, "tensors[0]")
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 	assert.Contains(t, status.MessageOf(err), "device: (device_type 7, device_id 0) is not a placement")
-	_, err = resolvePlacement(cpu, column.Placement{DeviceType: dlpack.DeviceCPU, DeviceID: 1}, "tensors[0]")
+	_, err = resolvePlacement(cpu, column.Placement{DeviceType: tensor.DeviceCPU, DeviceID: 1}, "tensors[0]")
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
-	_, err = resolvePlacement(cpu, column.Placement{DeviceType: dlpack.DeviceCUDA, DeviceID: -1}, "tensors[0]")
+	_, err = resolvePlacement(cpu, column.Placement{DeviceType: tensor.DeviceCUDA, DeviceID: -1}, "tensors[0]")
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
-	_, err = resolvePlacement(dlpack.Tensor{DeviceType: dlpack.DeviceCUDA, DeviceID: -2}, column.Placement{}, "tensors[0]")
+	_, err = resolvePlacement(tensor.Tensor{DeviceType: tensor.DeviceCUDA, DeviceID: -2}, column.Placement{}, "tensors[0]")
 	assert.Equal(t, "tensors[0]: CUDA device id -2 is negative", status.MessageOf(err))
-	_, err = resolvePlacement(dlpack.Tensor{DeviceType: 4}, column.Placement{}, "tensors[0]")
+	_, err = resolvePlacement(tensor.Tensor{DeviceType: 4}, column.Placement{}, "tensors[0]")
 	assert.Equal(t, status.NotSupported, status.CodeOf(err))
 }
 
@@ -83,24 +83,24 @@ func TestWithoutGPUDeviceWritesFailWithTheReason(t *testing.T) {
 	f := newFixture(t)
 	fake := []float32{1, 2, 3}
 	src := f32Tensor(fake)
-	src.DeviceType = dlpack.DeviceCUDA
-	_, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 1, Tensors: []dlpack.Tensor{src}})
+	src.DeviceType = tensor.DeviceCUDA
+	_, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 1, Tensors: []tensor.Tensor{src}})
 	assert.Equal(t, status.NotSupported, status.CodeOf(err))
 	assert.Contains(t, status.MessageOf(err), "tensors[0]: a CUDA tensor needs a GPU: GPU unavailable: libovstage-no-such-driver.so.1 not found")
 
 	_, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 1,
-		Tensors: []dlpack.Tensor{f32Tensor(fake)}, Sync: CudaSync{Stream: 1}})
+		Tensors: []tensor.Tensor{f32Tensor(fake)}, Sync: CudaSync{Stream: 1}})
 	assert.Equal(t, status.NotSupported, status.CodeOf(err))
 	assert.Contains(t, status.MessageOf(err), "cuda_stream: CUDA synchronization needs a GPU: GPU unavailable")
 
 	_, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 1,
-		Tensors: []dlpack.Tensor{f32Tensor(fake)}, Device: column.CUDA(0)})
+		Tensors: []tensor.Tensor{f32Tensor(fake)}, Device: column.CUDA(0)})
 	assert.Equal(t, status.NotSupported, status.CodeOf(err))
 	assert.Contains(t, status.MessageOf(err), "device: cuda:0 needs a GPU: GPU unavailable")
 
 	// host writes (explicitly placed on the CPU too) do not need the driver
 	op, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 1,
-		Tensors: []dlpack.Tensor{f32Tensor(fake)}, Device: column.Host})
+		Tensors: []tensor.Tensor{f32Tensor(fake)}, Device: column.Host})
 	require.NoError(t, err)
 	f.wait(op)
 	f.seal(1)
@@ -161,7 +161,7 @@ func second() int { return min(1, cuda.DeviceCount()-1) }
 
 // upload puts vals in a new device buffer of the fake device and returns it with a CUDA
 // tensor describing it (shape: len(vals) rows unless given).
-func (g *gpuFixture) upload(ordinal int, vals []float32, shape ...int64) (buffer.Buffer, dlpack.Tensor) {
+func (g *gpuFixture) upload(ordinal int, vals []float32, shape ...int64) (buffer.Buffer, tensor.Tensor) {
 	g.t.Helper()
 	dev, err := cuda.Get(ordinal)
 	require.NoError(g.t, err)
@@ -171,9 +171,9 @@ func (g *gpuFixture) upload(ordinal int, vals []float32, shape ...int64) (buffer
 	require.NoError(g.t, err)
 	require.NoError(g.t, s.CopyHtoD(uintptr(buf.Data()), unsafe.Pointer(&vals[0]), 4*len(vals)))
 	require.NoError(g.t, s.Sync())
-	tensor := f32Tensor(vals, shape...)
-	tensor.Data, tensor.DeviceType, tensor.DeviceID = buf.Data(), dlpack.DeviceCUDA, int32(ordinal)
-	return buf, tensor
+	tn := f32Tensor(vals, shape...)
+	tn.Data, tn.DeviceType, tn.DeviceID = buf.Data(), tensor.DeviceCUDA, int32(ordinal)
+	return buf, tn
 }
 
 func download(t testing.TB, b buffer.Buffer, n int) []float32 {
@@ -223,9 +223,9 @@ func TestDeviceWriteStaysOnTheDevice(t *testing.T) {
 }
 
 func testDeviceWriteStaysOnTheDevice(t *testing.T, g *gpuFixture) {
-	src, tensor := g.upload(0, []float32{1, 2, 3})
+	src, tn := g.upload(0, []float32{1, 2, 3})
 	htod, dtoh, dtod := cuda.FakeStat("htod"), cuda.FakeStat("dtoh"), cuda.FakeStat("dtod")
-	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []dlpack.Tensor{tensor}}))
+	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []tensor.Tensor{tn}}))
 	if g.fake {
 		assert.Equal(t, dtod+1, cuda.FakeStat("dtod"), "one device-to-device copy-in")
 		assert.Equal(t, htod, cuda.FakeStat("htod"), "no host round trip")
@@ -244,19 +244,15 @@ func testDeviceWriteStaysOnTheDevice(t *testing.T, g *gpuFixture) {
 		assert.Equal(t, htod, cuda.FakeStat("htod"), "write, seal and read never staged through the host")
 	}
 
-	// A DLPack export of the group views the column's device memory and outlives the group
-	// and the stage; the memory is freed with the export.
-	addr, err := dlpack.Export(tv.Buffer, tv.ByteOffset, tv.DType, tv.Rows, tv.DeviceType, tv.DeviceID, dlpack.ReadOnly)
-	require.NoError(t, err)
+	// A reference to the group's buffer (what a DLPack export holds, abi.Export) outlives the
+	// group and the stage; the device memory is freed with the last reference.
+	held := tv.Buffer.Retain()
 	require.NoError(t, g.s.ReleaseGroup(grp.ID))
 	g.s.Destroy()
-	viewed, err := dlpack.ExportBuffer(addr)
-	require.NoError(t, err)
-	assert.Equal(t, tv.Buffer.Data(), viewed.Data())
-	assert.Equal(t, []float32{1, 2, 3}, download(t, viewed, 3), "still valid after release and destroy")
+	assert.Equal(t, []float32{1, 2, 3}, download(t, held, 3), "still valid after release and destroy")
 	live := cuda.LiveBuffers()
-	dlpack.Free(addr)
-	assert.Equal(t, live-1, cuda.LiveBuffers(), "the last export frees the device memory")
+	held.Release()
+	assert.Equal(t, live-1, cuda.LiveBuffers(), "the last reference frees the device memory")
 }
 
 func TestExplicitDevicePlacements(t *testing.T) { forEachDriver(t, nil, testExplicitDevicePlacements) }
@@ -265,16 +261,16 @@ func testExplicitDevicePlacements(t *testing.T, g *gpuFixture) {
 	target := int32(second())
 	// host source, explicit cuda:1: uploaded once
 	htod := cuda.FakeStat("htod")
-	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []dlpack.Tensor{f32Tensor([]float32{4, 5, 6})},
+	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []tensor.Tensor{f32Tensor([]float32{4, 5, 6})},
 		Device: column.CUDA(target)}))
 	if g.fake {
 		assert.Equal(t, htod+1, cuda.FakeStat("htod"))
 	}
 	// device source on cuda:0 into the cuda:1 column: a peer copy
-	src, tensor := g.upload(0, []float32{7, 8, 9})
+	src, tn := g.upload(0, []float32{7, 8, 9})
 	defer src.Release()
 	peer := cuda.FakeStat("peer")
-	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 2, Tensors: []dlpack.Tensor{tensor}, Device: column.CUDA(target)}))
+	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 2, Tensors: []tensor.Tensor{tn}, Device: column.CUDA(target)}))
 	if g.fake && target != 0 {
 		assert.Equal(t, peer+1, cuda.FakeStat("peer"))
 	}
@@ -290,18 +286,18 @@ func TestDeviceSourceIntoHostColumn(t *testing.T) {
 }
 
 func testDeviceSourceIntoHostColumn(t *testing.T, g *gpuFixture) {
-	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3})}}))
-	src, tensor := g.upload(second(), []float32{4, 5, 6})
+	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}}))
+	src, tn := g.upload(second(), []float32{4, 5, 6})
 	defer src.Release()
 
 	// implicit placement follows the source: mixed placement is rejected at enqueue
-	_, err := g.s.WriteAttribute(WriteRequest{Query: g.query, AttrToken: g.attr, Ordinal: 2, Tensors: []dlpack.Tensor{tensor}})
+	_, err := g.s.WriteAttribute(WriteRequest{Query: g.query, AttrToken: g.attr, Ordinal: 2, Tensors: []tensor.Tensor{tn}})
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 	assert.Contains(t, status.MessageOf(err), fmt.Sprintf(`attribute "temperature" is stored on cpu, but this write places it on cuda:%d`, second()))
 
 	// device="cpu" copies the device payload to the host column
 	dtoh := cuda.FakeStat("dtoh")
-	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 2, Tensors: []dlpack.Tensor{tensor}, Device: column.Host}))
+	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 2, Tensors: []tensor.Tensor{tn}, Device: column.Host}))
 	if g.fake {
 		assert.Equal(t, dtoh+1, cuda.FakeStat("dtoh"))
 	}
@@ -316,52 +312,52 @@ func TestMixedPlacementNamesTheColumnsDevice(t *testing.T) {
 }
 
 func testMixedPlacementNamesTheColumnsDevice(t *testing.T, g *gpuFixture) {
-	src, tensor := g.upload(0, []float32{1, 2, 3})
+	src, tn := g.upload(0, []float32{1, 2, 3})
 	defer src.Release()
-	op1, err := g.s.WriteAttribute(WriteRequest{Query: g.query, AttrToken: g.attr, Ordinal: 1, Tensors: []dlpack.Tensor{tensor}})
+	op1, err := g.s.WriteAttribute(WriteRequest{Query: g.query, AttrToken: g.attr, Ordinal: 1, Tensors: []tensor.Tensor{tn}})
 	require.NoError(t, err)
 	g.wait(op1)
 	_, err = g.s.WriteAttribute(WriteRequest{Query: g.query, AttrToken: g.attr, Ordinal: 1,
-		Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3})}})
+		Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}})
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 	assert.Contains(t, status.MessageOf(err), "is stored on cuda:0, but this write places it on cpu")
 	assert.Contains(t, status.MessageOf(err), `pass device="cuda:0"`)
 	// ... and the suggested fix works
-	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []dlpack.Tensor{f32Tensor([]float32{4, 5, 6})},
+	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []tensor.Tensor{f32Tensor([]float32{4, 5, 6})},
 		Device: column.CUDA(0)}))
 }
 
 func TestDeviceSourceValidation(t *testing.T) { forEachDriver(t, nil, testDeviceSourceValidation) }
 
 func testDeviceSourceValidation(t *testing.T, g *gpuFixture) {
-	src, tensor := g.upload(second(), []float32{1, 2, 3})
+	src, tn := g.upload(second(), []float32{1, 2, 3})
 	defer src.Release()
 
-	bad := tensor
+	bad := tn
 	bad.DeviceID = 64
-	err := g.writeReq(WriteRequest{Ordinal: 1, Tensors: []dlpack.Tensor{bad}})
+	err := g.writeReq(WriteRequest{Ordinal: 1, Tensors: []tensor.Tensor{bad}})
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 	assert.Contains(t, status.MessageOf(err), "tensors[0]: CUDA device 64 does not exist (this machine has ")
 
 	if cuda.DeviceCount() > 1 {
-		lying := tensor
+		lying := tn
 		lying.DeviceID = 0
-		err = g.writeReq(WriteRequest{Ordinal: 1, Tensors: []dlpack.Tensor{lying}})
+		err = g.writeReq(WriteRequest{Ordinal: 1, Tensors: []tensor.Tensor{lying}})
 		assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 		assert.Equal(t, "tensors[0]: the tensor says cuda:0 but its data is memory of cuda:1", status.MessageOf(err))
 	}
 
 	host := []float32{1, 2, 3}
 	notDevice := f32Tensor(host)
-	notDevice.DeviceType = dlpack.DeviceCUDA
-	err = g.writeReq(WriteRequest{Ordinal: 1, Tensors: []dlpack.Tensor{notDevice}})
+	notDevice.DeviceType = tensor.DeviceCUDA
+	err = g.writeReq(WriteRequest{Ordinal: 1, Tensors: []tensor.Tensor{notDevice}})
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 	assert.Contains(t, status.MessageOf(err), "tensors[0]: address 0x")
 	assert.Contains(t, status.MessageOf(err), "is not CUDA device memory")
 
-	strided := tensor
+	strided := tn
 	strided.Shape, strided.Strides = []int64{2}, []int64{2}
-	err = g.writeReq(WriteRequest{Ordinal: 1, Tensors: []dlpack.Tensor{strided}, Count: 2})
+	err = g.writeReq(WriteRequest{Ordinal: 1, Tensors: []tensor.Tensor{strided}, Count: 2})
 	assert.Equal(t, status.NotSupported, status.CodeOf(err))
 	assert.Contains(t, status.MessageOf(err), "tensors[0]: a non-contiguous CUDA tensor (shape [2], strides [2])")
 	assert.Contains(t, status.MessageOf(err), "make it contiguous first")
@@ -374,13 +370,13 @@ func TestCudaSyncIsHonouredBeforeTheCopy(t *testing.T) {
 	theirs, err := dev.NewStream()
 	require.NoError(t, err)
 	defer theirs.Destroy()
-	src, tensor := g.upload(0, []float32{1, 2, 3})
+	src, tn := g.upload(0, []float32{1, 2, 3})
 	defer src.Release()
 	event := cuda.ReadyEvent(src)
 	copyStream, err := dev.CopyStream()
 	require.NoError(t, err)
 	cuda.FakeTrace()
-	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []dlpack.Tensor{tensor},
+	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []tensor.Tensor{tn},
 		Sync: CudaSync{Stream: theirs.Handle(), Event: event}}))
 	// the caller's event and stream first, then the copy, then our stream's completion
 	assert.Equal(t, fmt.Sprintf("event_sync %#x;stream_sync %#x;dtod %#x;stream_sync %#x;",
@@ -388,11 +384,11 @@ func TestCudaSyncIsHonouredBeforeTheCopy(t *testing.T) {
 
 	// With a GPU present, a host payload may be the target of the caller's async copies: the
 	// sync is honoured for host sources too.
-	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 2, Tensors: []dlpack.Tensor{f32Tensor([]float32{4, 5, 6})},
+	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 2, Tensors: []tensor.Tensor{f32Tensor([]float32{4, 5, 6})},
 		Sync: CudaSync{Stream: cuda.StreamLegacy}, Device: column.CUDA(0)}))
 	assert.Equal(t, fmt.Sprintf("stream_sync 0x1;htod %#x;stream_sync %#x;", copyStream.Handle(), copyStream.Handle()),
 		cuda.FakeTrace())
-	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 3, Tensors: []dlpack.Tensor{f32Tensor([]float32{4, 5, 6})},
+	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 3, Tensors: []tensor.Tensor{f32Tensor([]float32{4, 5, 6})},
 		Sync: CudaSync{Event: event}, Device: column.CUDA(0)}))
 	assert.True(t, strings.HasPrefix(cuda.FakeTrace(), fmt.Sprintf("event_sync %#x;htod", event)))
 }
@@ -402,20 +398,20 @@ func TestPartialDeviceWritesCopyOnWrite(t *testing.T) {
 }
 
 func testPartialDeviceWritesCopyOnWrite(t *testing.T, g *gpuFixture) {
-	src, tensor := g.upload(0, []float32{1, 2, 3, 4})
+	src, tn := g.upload(0, []float32{1, 2, 3, 4})
 	defer src.Release()
-	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []dlpack.Tensor{tensor}}))
+	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []tensor.Tensor{tn}}))
 	g.seal(1)
 	held := g.readGroup()
 
 	// index map: prims A,B,C take payload rows 1,1,0; mask: only D
 	src2, t2 := g.upload(0, []float32{10, 20})
 	defer src2.Release()
-	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 2, Tensors: []dlpack.Tensor{t2}, Count: 3,
+	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 2, Tensors: []tensor.Tensor{t2}, Count: 3,
 		IndexMap: []uint32{1, 1, 0}, HasIndexMap: true}))
 	src3, t3 := g.upload(0, []float32{0, 0, 0, 99})
 	defer src3.Release()
-	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 2, Tensors: []dlpack.Tensor{t3}, Count: 4,
+	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 2, Tensors: []tensor.Tensor{t3}, Count: 4,
 		Mask: []uint64{0b1000}, HasMask: true}))
 	g.seal(2)
 	grp := g.readGroup()
@@ -430,9 +426,9 @@ func TestManagedSourceUsesUnifiedCopy(t *testing.T) {
 	g := newGPUFixture(t, true)
 	vals := []float32{3, 2, 1}
 	managed := f32Tensor(vals)
-	managed.DeviceType, managed.DeviceID = dlpack.DeviceCUDAManaged, int32(second())
+	managed.DeviceType, managed.DeviceID = tensor.DeviceCUDAManaged, int32(second())
 	anyCopies := cuda.FakeStat("any")
-	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []dlpack.Tensor{managed}}))
+	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []tensor.Tensor{managed}}))
 	assert.Equal(t, anyCopies+1, cuda.FakeStat("any"))
 	g.seal(1)
 	grp := g.readGroup()

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // A write that re-creates a prim after a whole-prim delete (through the prim's existing column
@@ -16,7 +16,7 @@ func TestUpsertAfterWholePrimDeleteRecreatesThePrim(t *testing.T) {
 	one := []float32{1}
 	write := func(ordinal uint64, attr string, mode int32) (uint64, error) {
 		return f.s.WriteAttribute(WriteRequest{Query: f.query, AttrName: attr, Ordinal: ordinal,
-			Tensors: []dlpack.Tensor{f32Tensor(one)}, PrimMode: mode})
+			Tensors: []tensor.Tensor{f32Tensor(one)}, PrimMode: mode})
 	}
 	op, err := write(1, "a", PrimModeUpsert)
 	require.NoError(t, err)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 func (f *fixture) filter(preds ...Predicate) ([]string, QueryResult) {
@@ -33,9 +33,9 @@ func (f *fixture) filter(preds ...Predicate) ([]string, QueryResult) {
 	return out, res
 }
 
-func u64Tensor(vals []uint64) dlpack.Tensor {
-	return dlpack.Tensor{Data: unsafe.Pointer(&vals[0]), DeviceType: dlpack.DeviceCPU,
-		DType: dlpack.DType{Code: dlpack.CodeUInt, Bits: 64, Lanes: 1}, Shape: []int64{int64(len(vals))}}
+func u64Tensor(vals []uint64) tensor.Tensor {
+	return tensor.Tensor{Data: unsafe.Pointer(&vals[0]), DeviceType: tensor.DeviceCPU,
+		DType: tensor.DType{Code: tensor.CodeUInt, Bits: 64, Lanes: 1}, Shape: []int64{int64(len(vals))}}
 }
 
 func TestFilterQueriesOnBuiltinsAndValues(t *testing.T) {
@@ -46,7 +46,7 @@ func TestFilterQueriesOnBuiltinsAndValues(t *testing.T) {
 	mesh, _ := f.s.Dictionary().InternToken("Mesh")
 	xform, _ := f.s.Dictionary().InternToken("Xform")
 	op, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrName: BuiltinPrimType, Ordinal: 1,
-		Tensors: []dlpack.Tensor{u64Tensor([]uint64{xform, xform, mesh, mesh})}})
+		Tensors: []tensor.Tensor{u64Tensor([]uint64{xform, xform, mesh, mesh})}})
 	require.NoError(t, err)
 	f.wait(op)
 
@@ -93,7 +93,7 @@ func TestCloneCopiesSubtreeAndWidensColumns(t *testing.T) {
 	b, _ := f.s.Dictionary().InternPath("/World/B")
 	op, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: rel, Ordinal: 1, IsArray: true,
 		Semantic: SemanticRelationshipPathID, Count: 1,
-		Tensors: []dlpack.Tensor{u64Tensor([]uint64{child, b})}})
+		Tensors: []tensor.Tensor{u64Tensor([]uint64{child, b})}})
 	require.NoError(t, err)
 	f.wait(op)
 	f.seal(1)
@@ -174,7 +174,7 @@ func TestMapStartsWithCurrentValuesAndCommitsAtItsOrdinal(t *testing.T) {
 	// A new ragged column with element_sizes.
 	pts := f.token("pts")
 	h, mop, err = f.s.MapAttribute(MapRequest{Query: f.query, AttrToken: pts, Ordinal: 3,
-		DType: dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}, ElementSizes: []uint64{1, 2, 0}})
+		DType: tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1}, ElementSizes: []uint64{1, 2, 0}})
 	require.NoError(t, err)
 	f.wait(mop)
 	g, err = f.s.FetchMapNext(h, TimeoutInfinite)
@@ -220,7 +220,7 @@ func TestMapCommitsThatApplyNothingFreeTheirPayload(t *testing.T) {
 	require.NoError(t, err)
 	_, _ = f.s.Dictionary().Release(list)
 	h, mop, err = f.s.MapAttribute(MapRequest{Query: empty, AttrToken: f.attr, Ordinal: 3,
-		DType: dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}})
+		DType: tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1}})
 	require.NoError(t, err)
 	f.wait(mop)
 	un, err = f.s.UnmapAttribute(h)
@@ -270,14 +270,14 @@ func TestPathInPredicatesRejectMalformedPaths(t *testing.T) {
 func TestElementSizesOutOfRangeReportTheValueGiven(t *testing.T) {
 	f := newFixture(t)
 	_, _, err := f.s.MapAttribute(MapRequest{Query: f.query, AttrToken: f.attr, Ordinal: 2,
-		DType: dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}, ElementSizes: []uint64{1, 1 << 63, 0}})
+		DType: tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1}, ElementSizes: []uint64{1, 1 << 63, 0}})
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 	assert.ErrorContains(t, err, "element_sizes[1] = 9223372036854775808 is out of range")
 }
 
 func TestTokenZeroIsNotAValidToken(t *testing.T) {
 	f := newFixture(t)
-	_, err := f.s.WriteAttribute(WriteRequest{Query: f.query, Ordinal: 1, Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3})}})
+	_, err := f.s.WriteAttribute(WriteRequest{Query: f.query, Ordinal: 1, Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}})
 	assert.ErrorContains(t, err, "attribute: token 0 is not a valid token")
 	_, _, err = f.s.ReadAttributes(f.query, []uint64{f.attr, 0}, OrdinalRange{End: 1})
 	assert.ErrorContains(t, err, "attrs[1]: token 0 is not a valid token")
@@ -285,6 +285,6 @@ func TestTokenZeroIsNotAValidToken(t *testing.T) {
 	assert.ErrorContains(t, err, "attributes[0]: token 0 is not a valid token")
 	_, _, err = f.s.Query([]Predicate{{Attr: 0, Op: OpHas}}, nil)
 	assert.ErrorContains(t, err, "filter predicate 0 attribute: token 0 is not a valid token")
-	_, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: 1 << 60, Ordinal: 1, Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3})}})
+	_, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: 1 << 60, Ordinal: 1, Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}})
 	assert.ErrorContains(t, err, "attribute: token 1152921504606846976 is not a token of the path dictionary")
 }

@@ -9,14 +9,14 @@ import (
 	"github.com/ovstage-go/ovstage/core/pathdict"
 	"github.com/ovstage-go/ovstage/core/sched"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // TensorView is one tensor of a group: Rows values of DType in Buffer at ByteOffset.
 type TensorView struct {
 	Buffer     buffer.Buffer // one reference held by the group
 	ByteOffset int
-	DType      dlpack.DType
+	DType      tensor.DType
 	Rows       int64
 	DeviceType int32
 	DeviceID   int32

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -8,15 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
-func f32Tensor(vals []float32, shape ...int64) dlpack.Tensor {
+func f32Tensor(vals []float32, shape ...int64) tensor.Tensor {
 	if len(shape) == 0 {
 		shape = []int64{int64(len(vals))}
 	}
-	return dlpack.Tensor{Data: unsafe.Pointer(&vals[0]), DeviceType: dlpack.DeviceCPU,
-		DType: dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}, Shape: shape}
+	return tensor.Tensor{Data: unsafe.Pointer(&vals[0]), DeviceType: tensor.DeviceCPU,
+		DType: tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1}, Shape: shape}
 }
 
 type fixture struct {
@@ -46,7 +47,7 @@ func newFixture(t testing.TB, paths ...string) *fixture {
 
 func (f *fixture) write(ordinal uint64, vals []float32, shape ...int64) (uint64, error) {
 	return f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: ordinal,
-		Tensors: []dlpack.Tensor{f32Tensor(vals, shape...)}})
+		Tensors: []tensor.Tensor{f32Tensor(vals, shape...)}})
 }
 
 func (f *fixture) wait(op uint64) WaitResult {
@@ -183,7 +184,7 @@ func TestTrailingDimsFoldIntoLanes(t *testing.T) {
 	f.wait(rop)
 	g, err := f.s.FetchReadNext(h, 0)
 	require.NoError(t, err)
-	assert.Equal(t, dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 3}, g.Tensors[0].DType)
+	assert.Equal(t, tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 3}, g.Tensors[0].DType)
 	assert.Equal(t, int64(3), g.Tensors[0].Rows)
 	require.NoError(t, f.s.ReleaseGroup(g.ID))
 	assert.Equal(t, status.InvalidHandle, status.CodeOf(f.s.ReleaseGroup(g.ID)), "double release")
@@ -206,12 +207,12 @@ func TestSparseWritesKeepUntouchedPrims(t *testing.T) {
 	// index_map gathers: A=222, B=333, C=111; D untouched.
 	vals := []float32{111, 222, 333}
 	op, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 2,
-		Tensors: []dlpack.Tensor{f32Tensor(vals)}, Count: 3, IndexMap: []uint32{1, 2, 0}, HasIndexMap: true})
+		Tensors: []tensor.Tensor{f32Tensor(vals)}, Count: 3, IndexMap: []uint32{1, 2, 0}, HasIndexMap: true})
 	require.NoError(t, err)
 	f.wait(op)
 	// mask bit 3 only: D=99.
 	op, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 3,
-		Tensors: []dlpack.Tensor{f32Tensor([]float32{0, 0, 0, 99})}, Count: 4, Mask: []uint64{0b1000}, HasMask: true})
+		Tensors: []tensor.Tensor{f32Tensor([]float32{0, 0, 0, 99})}, Count: 4, Mask: []uint64{0b1000}, HasMask: true})
 	require.NoError(t, err)
 	f.wait(op)
 	f.seal(3)
@@ -220,12 +221,46 @@ func TestSparseWritesKeepUntouchedPrims(t *testing.T) {
 	assert.Equal(t, [][]float32{{222, 333, 111, 99}}, got)
 
 	_, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 4,
-		Tensors: []dlpack.Tensor{f32Tensor(vals)}, Count: 3, IndexMap: []uint32{0, 3, 0}, HasIndexMap: true})
+		Tensors: []tensor.Tensor{f32Tensor(vals)}, Count: 3, IndexMap: []uint32{0, 3, 0}, HasIndexMap: true})
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 	assert.Contains(t, err.Error(), "index_map")
 	_, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 4,
-		Tensors: []dlpack.Tensor{f32Tensor(vals)}, Count: 5})
+		Tensors: []tensor.Tensor{f32Tensor(vals)}, Count: 5})
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err), "count beyond the query")
+}
+
+// The rules of sparse addressing are malformed-request errors, found before the stage is
+// consulted (even an attribute that does not exist is not looked at): the Python package raises
+// them as ValueError. What depends on the stage (count beyond the query, an index past the
+// payload) is a plain INVALID_ARGUMENT.
+func TestSparseAddressingRulesAreMalformedRequests(t *testing.T) {
+	f := newFixture(t, "/A", "/B", "/C")
+	vals := []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}
+	for name, tc := range map[string]struct {
+		req  WriteRequest
+		want string
+	}{
+		"index_map and mask": {WriteRequest{Count: 3, IndexMap: []uint32{0, 1, 2}, HasIndexMap: true, Mask: []uint64{7}, HasMask: true},
+			"index_map and mask are mutually exclusive"},
+		"mask without count":      {WriteRequest{Mask: []uint64{7}, HasMask: true}, "count must be non-zero when index_map or mask is supplied"},
+		"index_map without count": {WriteRequest{IndexMap: []uint32{}, HasIndexMap: true}, "count must be non-zero"},
+		"short index_map":         {WriteRequest{Count: 3, IndexMap: []uint32{0}, HasIndexMap: true}, "index_map has 1 entries, fewer than count 3"},
+		"short mask":              {WriteRequest{Count: 65, Mask: []uint64{1}, HasMask: true}, "mask has 1 words"},
+	} {
+		req := tc.req
+		req.Query, req.AttrToken, req.Ordinal, req.Tensors = f.query, 1<<40, 1, vals // the token names nothing
+		_, err := f.s.WriteAttribute(req)
+		assert.True(t, status.IsMalformed(err), "%s: %v", name, err)
+		assert.Equal(t, status.InvalidArgument, status.CodeOf(err), name)
+		assert.Contains(t, status.MessageOf(err), tc.want, name)
+		_, err = f.s.WriteAttributes(f.query, 1, PrimModeUpsert, []WriteRequest{req})
+		assert.True(t, status.IsMalformed(err), "%s in a batch: %v", name, err)
+		assert.True(t, strings.HasPrefix(status.MessageOf(err), "writes[0]: "), "%s: %v", name, err)
+	}
+	_, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 1, Tensors: vals, Count: 4})
+	assert.Equal(t, status.InvalidArgument, status.CodeOf(err), "count beyond the query")
+	assert.False(t, status.IsMalformed(err), "depends on the query's prims")
+	assert.Equal(t, 0, f.s.Diagnostics().Ops, "nothing was queued")
 }
 
 func TestInsertOntoExistingPrimWritesNothing(t *testing.T) {
@@ -233,17 +268,17 @@ func TestInsertOntoExistingPrimWritesNothing(t *testing.T) {
 	op, _ := f.write(1, []float32{1, 2, 3})
 	f.wait(op)
 	_, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrName: "other", Ordinal: 2,
-		Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3})}, PrimMode: PrimModeInsert})
+		Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}, PrimMode: PrimModeInsert})
 	assert.Equal(t, status.PrimNotFound, status.CodeOf(err))
 }
 
 func TestDerivedBuiltinsAndArraysRejected(t *testing.T) {
 	f := newFixture(t)
 	_, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrName: "usd-path", Ordinal: 1,
-		Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3})}})
+		Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}})
 	assert.Equal(t, status.NotSupported, status.CodeOf(err))
 	_, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrName: "", Ordinal: 1,
-		Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3})}})
+		Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}})
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 }
 
@@ -251,7 +286,7 @@ func TestReleasedAndForeignHandles(t *testing.T) {
 	f := newFixture(t)
 	other := newFixture(t)
 	_, err := f.s.WriteAttribute(WriteRequest{Query: other.query, AttrToken: f.attr, Ordinal: 1,
-		Tensors: []dlpack.Tensor{f32Tensor([]float32{1, 2, 3})}})
+		Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}})
 	assert.Equal(t, status.InvalidHandle, status.CodeOf(err), "query of another stage")
 	rel, err := f.s.ReleaseQuery(f.query)
 	require.NoError(t, err)

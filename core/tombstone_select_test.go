@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // A key whose first sealed version is a tombstone leaves latest reads, even when a read
@@ -15,7 +15,7 @@ import (
 func TestSealedTombstoneLeavesCachedSelection(t *testing.T) {
 	f := newFixture(t, "/tomb/P")
 	op, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 4,
-		Tensors: []dlpack.Tensor{f32Tensor([]float32{7})}})
+		Tensors: []tensor.Tensor{f32Tensor([]float32{7})}})
 	require.NoError(t, err)
 	f.wait(op)
 	op, err = f.s.DeleteAttributes(DeleteRequest{Query: f.query, Tokens: []uint64{f.attr}, Ordinal: 1})

@@ -7,7 +7,7 @@ import (
 
 	"github.com/ovstage-go/ovstage/core/sched"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // TestWaitOpTimeoutAlwaysNamesAPendingOp polls ops while they finish on a worker: a TIMEOUT
@@ -30,7 +30,7 @@ func TestWaitOpTimeoutAlwaysNamesAPendingOp(t *testing.T) {
 		s.pool.Go(sched.NewOp(0, nil, nil), func() error { close(entered); <-gate; return nil }, nil)
 		<-entered
 		op, err := s.WriteAttribute(WriteRequest{Query: q, AttrName: "waitop", Ordinal: uint64(i + 1),
-			Tensors: []dlpack.Tensor{f32Tensor(vals)}})
+			Tensors: []tensor.Tensor{f32Tensor(vals)}})
 		require.NoError(t, err)
 		close(gate)
 		for {

@@ -7,7 +7,7 @@ import (
 	"github.com/ovstage-go/ovstage/core/column"
 	"github.com/ovstage-go/ovstage/core/sched"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // Prim modes (spec §3.8).
@@ -22,7 +22,7 @@ type WriteRequest struct {
 	AttrToken uint64 // 0: intern AttrName
 	AttrName  string
 	Ordinal   uint64
-	Tensors   []dlpack.Tensor
+	Tensors   []tensor.Tensor
 	// Count addresses the leading Count query prims; 0 means the whole query.
 	Count       uint32
 	IndexMap    []uint32
@@ -64,7 +64,7 @@ type preparedWrite struct {
 	// size is the payload's byte size; src holds the tensors of a deferred copy (nil once
 	// copied); delta is the storage of the staged delta (one allocation per write).
 	size  int64
-	src   []dlpack.Tensor
+	src   []tensor.Tensor
 	delta column.Delta
 	// place is where the payload (and a column the write creates) lives; the zero value (map
 	// commits, clones) adopts the existing column's placement, or the host (placement.go).
@@ -104,6 +104,25 @@ func (s *Stage) validToken(tok uint64) bool {
 	return err == nil
 }
 
+// checkSparsity holds the rules of a write's sparse addressing (count, index_map, mask), checked
+// first, from the request alone: they are malformed-request errors (status.Malformedf), which
+// the Python package raises as ValueError.
+func checkSparsity(req *WriteRequest, label string) error {
+	if req.HasIndexMap && req.HasMask {
+		return status.Malformedf("%sindex_map and mask are mutually exclusive", label)
+	}
+	if (req.HasIndexMap || req.HasMask) && req.Count == 0 {
+		return status.Malformedf("%scount must be non-zero when index_map or mask is supplied", label)
+	}
+	if req.HasIndexMap && len(req.IndexMap) < int(req.Count) {
+		return status.Malformedf("%sindex_map has %d entries, fewer than count %d", label, len(req.IndexMap), req.Count)
+	}
+	if req.HasMask && len(req.Mask)*64 < int(req.Count) {
+		return status.Malformedf("%smask has %d words, fewer than ceil(count/64) for count %d", label, len(req.Mask), req.Count)
+	}
+	return nil
+}
+
 // prepareWrite validates everything that does not depend on stage state and copies the payload.
 // queryPrims is the prim count of the write's query when it is already resolved (-1 if not).
 func (s *Stage) prepareWrite(req WriteRequest, label string, queryPrims int) (*preparedWrite, error) {
@@ -117,6 +136,9 @@ func (s *Stage) prepareWrite(req WriteRequest, label string, queryPrims int) (*p
 // prepareWriteInto is prepareWrite into caller-provided zeroed storage. On failure nothing is
 // held.
 func (s *Stage) prepareWriteInto(w *preparedWrite, req *WriteRequest, label string, queryPrims int) error {
+	if err := checkSparsity(req, label); err != nil {
+		return err
+	}
 	attr, err := s.resolveAttribute(req.AttrToken, req.AttrName, label+"attribute")
 	if err != nil {
 		return err
@@ -127,18 +149,6 @@ func (s *Stage) prepareWriteInto(w *preparedWrite, req *WriteRequest, label stri
 	}
 	if req.PrimMode != PrimModeUpsert && req.PrimMode != PrimModeInsert {
 		return status.Errorf(status.InvalidArgument, "prim_mode %d is not UPSERT (0) or INSERT (1)", req.PrimMode)
-	}
-	if req.HasIndexMap && req.HasMask {
-		return status.Errorf(status.InvalidArgument, "%sindex_map and mask are mutually exclusive", label)
-	}
-	if (req.HasIndexMap || req.HasMask) && req.Count == 0 {
-		return status.Errorf(status.InvalidArgument, "%scount must be non-zero when index_map or mask is supplied", label)
-	}
-	if req.HasIndexMap && len(req.IndexMap) < int(req.Count) {
-		return status.Errorf(status.InvalidArgument, "%sindex_map has %d entries, fewer than count %d", label, len(req.IndexMap), req.Count)
-	}
-	if req.HasMask && len(req.Mask)*64 < int(req.Count) {
-		return status.Errorf(status.InvalidArgument, "%smask has %d words, fewer than ceil(count/64) for count %d", label, len(req.Mask), req.Count)
 	}
 	if len(req.Tensors) == 0 {
 		return status.Errorf(status.InvalidArgument, "%stensors: at least one tensor is required", label)
@@ -154,7 +164,7 @@ func (s *Stage) prepareWriteInto(w *preparedWrite, req *WriteRequest, label stri
 	if req.HasMask {
 		w.mask = req.Mask
 	}
-	var dt dlpack.DType
+	var dt tensor.DType
 	if req.IsArray {
 		dt, err = w.prepareArray(req.Tensors)
 	} else {
@@ -204,7 +214,7 @@ func (s *Stage) prepareWriteInto(w *preparedWrite, req *WriteRequest, label stri
 // referencedRows drops the source rows no index_map entry reads (the rows from used on), so
 // they are never copied: one fixed tensor is cut to its leading used rows, per-row tensors to
 // the first used.
-func (w *preparedWrite) referencedRows(tensors []dlpack.Tensor, used int64) []dlpack.Tensor {
+func (w *preparedWrite) referencedRows(tensors []tensor.Tensor, used int64) []tensor.Tensor {
 	if used >= w.rows {
 		return tensors
 	}
@@ -215,16 +225,16 @@ func (w *preparedWrite) referencedRows(tensors []dlpack.Tensor, used int64) []dl
 	t := tensors[0]
 	t.Shape = append([]int64(nil), t.Shape...)
 	t.Shape[0] = used
-	return []dlpack.Tensor{t}
+	return []tensor.Tensor{t}
 }
 
-func (w *preparedWrite) prepareFixed(tensors []dlpack.Tensor) (dlpack.DType, error) {
+func (w *preparedWrite) prepareFixed(tensors []tensor.Tensor) (tensor.DType, error) {
 	if len(tensors) != 1 {
-		return dlpack.DType{}, status.Errorf(status.InvalidArgument, "%stensors: a fixed-size write (is_array=False) takes exactly 1 tensor, got %d", w.label, len(tensors))
+		return tensor.DType{}, status.Errorf(status.InvalidArgument, "%stensors: a fixed-size write (is_array=False) takes exactly 1 tensor, got %d", w.label, len(tensors))
 	}
 	name := w.label + "tensors[0]"
 	if err := checkDevice(tensors[0], name); err != nil {
-		return dlpack.DType{}, err
+		return tensor.DType{}, err
 	}
 	dt, rows, err := foldFixed(tensors[0], name)
 	w.rows, w.shape = rows, tensors[0].Shape
@@ -233,18 +243,18 @@ func (w *preparedWrite) prepareFixed(tensors []dlpack.Tensor) (dlpack.DType, err
 
 // prepareArray validates ragged payloads: one tensor of packed uniform rows, or one tensor per
 // source row. Lanes are taken literally as the element width; trailing dims never fold.
-func (w *preparedWrite) prepareArray(tensors []dlpack.Tensor) (dlpack.DType, error) {
+func (w *preparedWrite) prepareArray(tensors []tensor.Tensor) (tensor.DType, error) {
 	dt := tensors[0].DType
 	for i, t := range tensors {
 		name := fmt.Sprintf("%stensors[%d]", w.label, i)
 		if err := checkDevice(t, name); err != nil {
-			return dlpack.DType{}, err
+			return tensor.DType{}, err
 		}
 		if err := checkDType(t.DType, name); err != nil {
-			return dlpack.DType{}, err
+			return tensor.DType{}, err
 		}
 		if t.DType != dt {
-			return dlpack.DType{}, status.Errorf(status.InvalidArgument, "%s: dtype %s differs from tensors[0]'s %s (one element type per attribute)", name, t.DType, dt)
+			return tensor.DType{}, status.Errorf(status.InvalidArgument, "%s: dtype %s differs from tensors[0]'s %s (one element type per attribute)", name, t.DType, dt)
 		}
 	}
 	if len(tensors) == 1 {
@@ -257,7 +267,7 @@ func (w *preparedWrite) prepareArray(tensors []dlpack.Tensor) (dlpack.DType, err
 
 // copyPayload copies every tensor back to back into one engine buffer (pool, if not nil,
 // lends free worker slots to split large copies).
-func (w *preparedWrite) copyPayload(tensors []dlpack.Tensor, pool *sched.Pool) error {
+func (w *preparedWrite) copyPayload(tensors []tensor.Tensor, pool *sched.Pool) error {
 	total := int64(0)
 	for _, t := range tensors {
 		total += t.ByteSize()

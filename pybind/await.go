@@ -7,11 +7,7 @@ import "github.com/ovstage-go/ovstage/core"
 // false on timeout. Python waits here in short slices so Ctrl-C stays responsive, then
 // fetches with timeout 0.
 func AwaitHandle(stageID uint64, kind string, handle, timeoutNs uint64) (bool, error) {
-	return call(func() (bool, error) {
-		s, err := stage(stageID)
-		if err != nil {
-			return false, err
-		}
+	return withStage(stageID, func(s *core.Stage) (bool, error) {
 		return s.AwaitHandle(core.HandleKind(kind), handle, timeoutNs)
 	})
 }

@@ -1,103 +1,77 @@
 package pybind
 
 import (
-	"encoding/json"
+	"strconv"
+	"sync"
 
+	"github.com/ovstage-go/ovstage/abi"
 	"github.com/ovstage-go/ovstage/core"
-	"github.com/ovstage-go/ovstage/core/pathdict"
+	"github.com/ovstage-go/ovstage/core/status"
 )
+
+// hierarchyResults keeps the fetched hierarchy results until Python releases them.
+var hierarchyResults abi.Results
 
 // GetHierarchy enqueues a hierarchy query over a path list (copied now): "<handle> <op id>".
 // relation: PARENT 0, CHILDREN 1, SIBLINGS 2 (else [ovstage:1]).
 func GetHierarchy(stageID, list, ordinal uint64, relation int32) (string, error) {
-	return call(func() (string, error) {
-		s, err := stage(stageID)
-		if err != nil {
-			return "", err
-		}
-		h, op, err := s.GetHierarchy(list, ordinal, relation)
-		return handleAndOp(h, op), err
+	return withStage(stageID, func(s *core.Stage) (string, error) {
+		return handleAndOp(s.GetHierarchy(list, ordinal, relation))
 	})
 }
 
-type hierarchyItemJSON struct {
-	Status int32    `json:"status"`
-	Paths  []string `json:"paths"`
-}
-
-type hierarchyResultJSON struct {
-	Ordinal uint64              `json:"ordinal"`
-	Items   []hierarchyItemJSON `json:"items"`
-}
-
-// FetchHierarchyResult waits up to timeoutNs for a hierarchy handle and returns its result as
-// JSON {"ordinal": n, "items": [{"status": code, "paths": ["/a", ...]}, ...]}.
-func FetchHierarchyResult(stageID, handle, timeoutNs uint64) (string, error) {
-	return call(func() (string, error) {
-		s, err := stage(stageID)
-		if err != nil {
-			return "", err
-		}
+// FetchHierarchyResult waits up to timeoutNs for a hierarchy handle and returns the address of
+// its ovstage_hierarchy_result_t (abi.NewHierarchyResult: paths as NUL-terminated strings),
+// kept until ReleaseHierarchyResult (read its id before).
+func FetchHierarchyResult(stageID, handle, timeoutNs uint64) (uintptr, error) {
+	return withStage(stageID, func(s *core.Stage) (uintptr, error) {
 		res, err := s.FetchHierarchyResult(handle, timeoutNs)
 		if err != nil {
-			return "", err
+			return 0, err
 		}
-		dict := pathdict.Global()
-		out := hierarchyResultJSON{Ordinal: res.Ordinal, Items: make([]hierarchyItemJSON, len(res.Items))}
-		for i, it := range res.Items {
-			item := hierarchyItemJSON{Status: int32(it.Status), Paths: make([]string, len(it.Paths))}
-			for k, p := range it.Paths {
-				if item.Paths[k], err = dict.PathString(p); err != nil {
-					return "", err
-				}
-			}
-			out.Items[i] = item
-		}
-		b, err := json.Marshal(out)
-		return string(b), err
+		b, err := hierarchyResults.KeepHierarchyResult(res, s.Dictionary())
+		return uintptr(b.Ptr()), err
 	})
+}
+
+// ReleaseHierarchyResult frees the result of id (its hierarchy_result_id) returned by
+// FetchHierarchyResult.
+func ReleaseHierarchyResult(id uint64) (bool, error) {
+	return call(func() (bool, error) { return releaseResult(&hierarchyResults, id) })
+}
+
+// releaseResult frees the result of id kept in results; INVALID_HANDLE when there is none.
+func releaseResult(results *abi.Results, id uint64) (bool, error) {
+	if !results.Release(id) {
+		return false, status.Errorf(status.InvalidHandle, "result %d is not a fetched, unreleased result", id)
+	}
+	return true, nil
 }
 
 // ReleaseHierarchy enqueues the release of a hierarchy handle.
 func ReleaseHierarchy(stageID, handle uint64) (uint64, error) {
-	return call(func() (uint64, error) {
-		s, err := stage(stageID)
-		if err != nil {
-			return 0, err
-		}
-		return s.ReleaseHierarchy(handle)
-	})
+	return withStage(stageID, func(s *core.Stage) (uint64, error) { return s.ReleaseHierarchy(handle) })
 }
 
-type hierarchyModelJSON struct {
-	ID          int32  `json:"model_id"`
-	Name        string `json:"name"`
-	Description string `json:"description"`
-}
+// hierarchyModels is the ovstage_hierarchy_computation_model_desc_t array of the advertised
+// models, laid out once (they never change) and kept for the process.
+var hierarchyModels = sync.OnceValues(func() (abi.Block, error) { return abi.NewHierarchyModels(core.HierarchyModels()) })
 
-// HierarchyComputationModels lists the advertised models as JSON
-// [{"model_id": 1, "name": "...", "description": "..."}].
+// HierarchyComputationModels returns "<address> <count>" of the advertised models'
+// ovstage_hierarchy_computation_model_desc_t array (kept for the process: never free it).
 func HierarchyComputationModels(stageID uint64) (string, error) {
-	return call(func() (string, error) {
-		if _, err := stage(stageID); err != nil {
+	return withStage(stageID, func(*core.Stage) (string, error) {
+		b, err := hierarchyModels()
+		if err != nil {
 			return "", err
 		}
-		var out []hierarchyModelJSON
-		for _, m := range core.HierarchyModels() {
-			out = append(out, hierarchyModelJSON{m.ID, m.Name, m.Description})
-		}
-		b, err := json.Marshal(out)
-		return string(b), err
+		return strconv.FormatUint(uint64(uintptr(b.Ptr())), 10) + " " + strconv.Itoa(len(core.HierarchyModels())), nil
 	})
 }
 
 // ComputeHierarchy enqueues the world-matrix computation of a model at outputOrdinal.
 func ComputeHierarchy(stageID uint64, model int32, inputOrdinal, outputOrdinal uint64) (uint64, error) {
-	return call(func() (uint64, error) {
-		s, err := stage(stageID)
-		if err != nil {
-			return 0, err
-		}
+	return withStage(stageID, func(s *core.Stage) (uint64, error) {
 		return s.ComputeHierarchy(model, inputOrdinal, outputOrdinal)
 	})
 }

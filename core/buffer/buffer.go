@@ -20,22 +20,38 @@ static int64_t ovs_refs(ovs_buffer* b) { return ovs_buffer_refs(b); }
 import "C"
 
 import (
+	"fmt"
 	"unsafe"
-
-	"github.com/ovstage-go/ovstage/core/status"
 )
+
+// AllocError is a failed allocation of Size bytes. The package imports nothing of the project,
+// so the error carries its status as a method: status.CodeOf reports it as OUT_OF_MEMORY.
+type AllocError struct{ Size int }
+
+func (e *AllocError) Error() string { return fmt.Sprintf("cannot allocate %d bytes", e.Size) }
+
+// OutOfMemory reports that the allocation failed for want of memory.
+func (e *AllocError) OutOfMemory() bool { return true }
+
+// checkSize refuses a negative size (a caller's bug: sizes come from validated requests).
+func checkSize(size int) error {
+	if size < 0 {
+		return fmt.Errorf("buffer size %d is negative", size)
+	}
+	return nil
+}
 
 // Buffer is one reference to a C-allocated payload. The zero value is not usable.
 type Buffer struct{ b *C.ovs_buffer }
 
 // New allocates a zero-filled buffer of size bytes holding one reference.
 func New(size int) (Buffer, error) {
-	if size < 0 {
-		return Buffer{}, status.Errorf(status.InvalidArgument, "buffer size %d is negative", size)
+	if err := checkSize(size); err != nil {
+		return Buffer{}, err
 	}
 	b := C.ovs_buffer_new(C.size_t(size))
 	if b == nil {
-		return Buffer{}, status.Errorf(status.OutOfMemory, "cannot allocate %d bytes", size)
+		return Buffer{}, &AllocError{Size: size}
 	}
 	return Buffer{b: b}, nil
 }
@@ -43,12 +59,12 @@ func New(size int) (Buffer, error) {
 // NewUninit is New without the zero fill, for a payload the caller overwrites completely
 // before anyone reads it.
 func NewUninit(size int) (Buffer, error) {
-	if size < 0 {
-		return Buffer{}, status.Errorf(status.InvalidArgument, "buffer size %d is negative", size)
+	if err := checkSize(size); err != nil {
+		return Buffer{}, err
 	}
 	b := C.ovs_buffer_new_uninit(C.size_t(size))
 	if b == nil {
-		return Buffer{}, status.Errorf(status.OutOfMemory, "cannot allocate %d bytes", size)
+		return Buffer{}, &AllocError{Size: size}
 	}
 	return Buffer{b: b}, nil
 }

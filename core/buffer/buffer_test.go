@@ -118,3 +118,17 @@ func TestSmallBuffersFromFourKiBAreRecycled(t *testing.T) {
 	Trim()
 	assert.Zero(t, CachedBytes(), "buffers below 4 KiB are not cached; Trim empties the cache")
 }
+
+func TestAllocErrorSaysOutOfMemory(t *testing.T) {
+	var err error = &AllocError{Size: 1 << 20}
+	oom, ok := err.(interface{ OutOfMemory() bool })
+	if !ok || !oom.OutOfMemory() {
+		t.Fatal("an allocation failure must report OutOfMemory() (status.CodeOf maps it)")
+	}
+	if err.Error() != "cannot allocate 1048576 bytes" {
+		t.Fatalf("message %q", err.Error())
+	}
+	if _, err := New(-1); err == nil {
+		t.Fatal("a negative size must be refused")
+	}
+}

@@ -11,13 +11,13 @@ import (
 	"sync"
 
 	"github.com/ovstage-go/ovstage/core/buffer"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // Schema is a column's immutable layout.
 type Schema struct {
 	IsArray  bool
-	DType    dlpack.DType // value (fixed) or element (array) type, lanes = tuple width
+	DType    tensor.DType // value (fixed) or element (array) type, lanes = tuple width
 	Semantic int32
 }
 

@@ -9,10 +9,10 @@ import (
 
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
-var f32 = Schema{DType: dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}}
+var f32 = Schema{DType: tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1}}
 
 func payload(t *testing.T, vals ...float32) buffer.Buffer {
 	b, err := buffer.New(4 * len(vals))
@@ -225,7 +225,7 @@ func TestRetentionDropsOldRecordsAndRaisesFrontier(t *testing.T) {
 }
 
 func TestArrayRowsKeepTheirOwnReferences(t *testing.T) {
-	c, _ := New(1, Schema{IsArray: true, DType: dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}})
+	c, _ := New(1, Schema{IsArray: true, DType: tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1}})
 	defer c.Close()
 	p := payload(t, 1, 2, 3, 4, 5, 6)
 	c.Stage([]uint64{1, 2}, &Delta{Ordinal: 1, Seq: 1, Payload: p, RowOff: []int64{0, 8}, RowLen: []int64{2, 4}})

@@ -5,32 +5,32 @@ import (
 
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // Placement says where a column's payload lives: host memory or one CUDA device.
 type Placement struct {
-	DeviceType int32 // dlpack.DeviceCPU or dlpack.DeviceCUDA
+	DeviceType int32 // tensor.DeviceCPU or tensor.DeviceCUDA
 	DeviceID   int32
 }
 
 // Host is the placement of host (CPU) columns.
-var Host = Placement{DeviceType: dlpack.DeviceCPU}
+var Host = Placement{DeviceType: tensor.DeviceCPU}
 
 // CUDA is the placement on CUDA device ordinal.
 func CUDA(ordinal int32) Placement {
-	return Placement{DeviceType: dlpack.DeviceCUDA, DeviceID: ordinal}
+	return Placement{DeviceType: tensor.DeviceCUDA, DeviceID: ordinal}
 }
 
 // IsHost reports whether the payload is host memory.
-func (p Placement) IsHost() bool { return p.DeviceType == dlpack.DeviceCPU }
+func (p Placement) IsHost() bool { return p.DeviceType == tensor.DeviceCPU }
 
 // String is "cpu" or "cuda:<ordinal>" (the spelling of the Python device= option).
 func (p Placement) String() string {
 	switch p.DeviceType {
-	case dlpack.DeviceCPU:
+	case tensor.DeviceCPU:
 		return "cpu"
-	case dlpack.DeviceCUDA:
+	case tensor.DeviceCUDA:
 		return fmt.Sprintf("cuda:%d", p.DeviceID)
 	}
 	return fmt.Sprintf("device(%d, %d)", p.DeviceType, p.DeviceID)

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ovstage-go/ovstage/core/buffer"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 func TestRowRunsMergesContiguousRows(t *testing.T) {
@@ -100,7 +100,7 @@ func TestSealCopiesThroughStorage(t *testing.T) {
 }
 
 func TestNewPlacedReportsPlacement(t *testing.T) {
-	c, err := NewPlaced(1, Schema{DType: dlpack.DType{Code: dlpack.CodeUInt, Bits: 8, Lanes: 1}}, placedHost{CUDA(1)})
+	c, err := NewPlaced(1, Schema{DType: tensor.DType{Code: tensor.CodeUInt, Bits: 8, Lanes: 1}}, placedHost{CUDA(1)})
 	require.NoError(t, err)
 	defer c.Close()
 	assert.Equal(t, "cuda:1", c.Placement().String())

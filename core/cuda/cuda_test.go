@@ -15,7 +15,7 @@ import (
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/column"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/dlpack"
+	"github.com/ovstage-go/ovstage/core/tensor"
 	"github.com/ovstage-go/ovstage/internal/fakecuda"
 )
 
@@ -419,7 +419,7 @@ func testColumnStorageSealsOnTheDevice(t *testing.T, fake bool) {
 	d, _ := Get(second())
 	store, err := NewColumnStorage(d)
 	require.NoError(t, err)
-	f32 := column.Schema{DType: dlpack.DType{Code: dlpack.CodeFloat, Bits: 32, Lanes: 1}}
+	f32 := column.Schema{DType: tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1}}
 	c, err := column.NewPlaced(7, f32, store)
 	require.NoError(t, err)
 	assert.Equal(t, d.String(), c.Placement().String())

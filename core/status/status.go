@@ -50,6 +50,10 @@ func (c Code) String() string {
 type Error struct {
 	Code    Code
 	Message string
+	// Malformed marks an INVALID_ARGUMENT found in the request alone (its arguments contradict
+	// each other, before any stage state is read). The C API reports it as its Code; the Python
+	// package raises it as ValueError, like its own argument checks (pybind/API.md).
+	Malformed bool
 }
 
 func (e *Error) Error() string { return e.Code.String() + ": " + e.Message }
@@ -59,8 +63,23 @@ func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// outOfMemory is an error of a leaf package that imports nothing of the project (core/buffer's
+// allocation failures) and so says its status by a method.
+type outOfMemory interface{ OutOfMemory() bool }
+
+// Malformedf builds a malformed-request INVALID_ARGUMENT (see Error.Malformed).
+func Malformedf(format string, args ...any) *Error {
+	return &Error{Code: InvalidArgument, Message: fmt.Sprintf(format, args...), Malformed: true}
+}
+
+// IsMalformed reports whether err is a malformed-request error.
+func IsMalformed(err error) bool {
+	var se *Error
+	return errors.As(err, &se) && se.Malformed
+}
+
 // CodeOf returns the status carried by err: OK for nil, the *Error's code when err wraps one,
-// Internal otherwise.
+// OutOfMemory for an error that reports OutOfMemory() true, Internal otherwise.
 func CodeOf(err error) Code {
 	if err == nil {
 		return OK
@@ -68,6 +87,10 @@ func CodeOf(err error) Code {
 	var se *Error
 	if errors.As(err, &se) {
 		return se.Code
+	}
+	var oom outOfMemory
+	if errors.As(err, &oom) && oom.OutOfMemory() {
+		return OutOfMemory
 	}
 	return Internal
 }

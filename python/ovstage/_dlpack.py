@@ -262,7 +262,7 @@ _capsule_new = ctypes.PYFUNCTYPE(
 _DELETER_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
-# The engine rejects a larger ndim before it reads the shape (dlpack.MaxDims).
+# The engine rejects a larger ndim before it reads the shape (abi.MaxDims).
 _ENGINE_MAX_DIMS = 32
 
 

@@ -107,6 +107,9 @@ class OvxError(_CodedError):
         return f"ovx error {self.code}"
 
 
+# The facade's code for a malformed request (pybind/API.md).
+_MALFORMED = "-2"
+
 _NATIVE_ERROR = re.compile(r"\A\[(ovstage|ovx):(-?\d+)\] ?(.*)\Z", re.DOTALL)
 
 
@@ -114,7 +117,9 @@ def error_from_native(exc: RuntimeError) -> Exception:
     """Translate a ``RuntimeError`` raised by the native facade into our exceptions.
 
     ``"[ovstage:<code>] text"`` becomes ``OvstageError(code, text)``,
-    ``"[ovx:<code>] text"`` becomes ``OvxError(code, text)``; any other text becomes
+    ``"[ovx:<code>] text"`` becomes ``OvxError(code, text)``, ``"[ovstage:-2] text"`` (a
+    request whose arguments contradict each other, found by the engine's rules before anything
+    is queued) ``ValueError(text)``, like the package's own argument checks; any other text becomes
     ``OvstageError(ErrorCode.INTERNAL, str(exc))``. The exception is returned, not
     raised.
     """
@@ -125,4 +130,6 @@ def error_from_native(exc: RuntimeError) -> Exception:
     kind, code, message = match.groups()
     if kind == "ovx":
         return OvxError(int(code), message)
+    if code == _MALFORMED:
+        return ValueError(message)
     return OvstageError(int(code), message)

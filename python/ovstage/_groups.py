@@ -1,12 +1,13 @@
-"""Read groups: ctypes views of the native ``ovstage_read_group_t`` (spec §3.6, §5.7)."""
+"""Read and map groups: views of the native ``ovstage_read_group_t`` / ``ovstage_map_group_t``
+(their ctypes mirrors are in ``_abi.py``)."""
 
 from __future__ import annotations
 
-import ctypes
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ._abi import MapGroupRaw, ReadGroupRaw
 from ._dlpack import DLDeviceType, DLTensor, ManagedDLTensor
 from ._errors import ErrorCode, OvstageError
 from ._guards import as_bool_flag, as_index
@@ -26,67 +27,6 @@ def _device_label(device_type: int, device_id: int) -> str:
         return f"{DLDeviceType(device_type).name}:{device_id}"
     except ValueError:
         return f"device type {device_type}:{device_id}"
-
-
-class CudaSync(ctypes.Structure):
-    """``ovstage_cuda_sync_t``."""
-
-    _fields_ = [("stream", ctypes.c_size_t), ("wait_event", ctypes.c_size_t)]
-
-
-class Mask(ctypes.Structure):
-    """``ovstage_mask_t``: LSB-first bit words."""
-
-    _fields_ = [("bits", ctypes.POINTER(ctypes.c_uint64)), ("word_count", ctypes.c_size_t)]
-
-
-class DataRaw(ctypes.Structure):
-    """``ovstage_data_t``."""
-
-    _fields_ = [
-        ("tensors", ctypes.POINTER(DLTensor)),
-        ("tensor_count", ctypes.c_uint32),
-        ("count", ctypes.c_uint32),
-        ("index_map", ctypes.POINTER(ctypes.c_uint32)),
-        ("mask", Mask),
-        ("cuda_sync", CudaSync),
-    ]
-
-
-class PrimGroupRaw(ctypes.Structure):
-    """``ovstage_prim_group_t``."""
-
-    _fields_ = [
-        ("list", ctypes.c_uint64),
-        ("offset", ctypes.c_uint32),
-        ("count", ctypes.c_uint32),
-        ("index_map", ctypes.POINTER(ctypes.c_uint32)),
-    ]
-
-
-class AttributeMetaRaw(ctypes.Structure):
-    """``ovstage_attribute_meta_t``."""
-
-    _fields_ = [
-        ("attribute_write_floor_ordinal", ctypes.c_uint64),
-        ("layout_generation", ctypes.c_uint64),
-    ]
-
-
-class ReadGroupRaw(ctypes.Structure):
-    """``ovstage_read_group_t`` (field order of the reference C ABI)."""
-
-    _fields_ = [
-        ("read_group_id", ctypes.c_uint64),
-        ("attribute", ctypes.c_uint64),
-        ("ordinal", ctypes.c_uint64),
-        ("is_delete", ctypes.c_bool),
-        ("is_array", ctypes.c_bool),
-        ("semantic", ctypes.c_int32),
-        ("prims", PrimGroupRaw),
-        ("data", DataRaw),
-        ("meta", AttributeMetaRaw),
-    ]
 
 
 class AttributeMeta:
@@ -335,17 +275,6 @@ class ReadGroup(_GroupBase):
         )
 
 
-class MapGroupRaw(ctypes.Structure):
-    """``ovstage_map_group_t`` (reference field order: prims, data, meta)."""
-
-    _fields_ = [("prims", PrimGroupRaw), ("data", DataRaw), ("meta", AttributeMetaRaw)]
-
-
-# The engine lays a map group out as a read-group struct; its prims/data/meta tail is the
-# ovstage_map_group_t.
-_MAP_GROUP_OFFSET = ReadGroupRaw.prims.offset
-
-
 class MapGroup(_GroupBase):
     """A writable group of a map session: fill ``array(i)`` (or ``dlpack(i)``), then commit
     with ``Map.unmap_group`` or ``Map.unmap``. Buffers start with the current values."""
@@ -359,9 +288,9 @@ class MapGroup(_GroupBase):
         self._id = group_id
 
     @classmethod
-    def _from_native(cls, addr: int, stage: Stage) -> MapGroup:
-        group_id = int(ReadGroupRaw.from_address(addr).read_group_id)
-        return cls(MapGroupRaw.from_address(addr + _MAP_GROUP_OFFSET), stage, group_id)
+    def _from_native(cls, addr: int, group_id: int, stage: Stage) -> MapGroup:
+        """The group whose ``ovstage_map_group_t`` the engine laid out at ``addr``."""
+        return cls(MapGroupRaw.from_address(addr), stage, group_id)
 
     def _group_id(self) -> int:
         self._check()

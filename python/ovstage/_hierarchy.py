@@ -11,10 +11,10 @@ creates that attribute.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
+from ._abi import HierarchyModelDescRaw, HierarchyResultRaw
 from ._enums import HierarchyComputationModel, HierarchyRelation
 from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError
 from ._guards import as_int32, as_timeout, as_uint64
@@ -128,11 +128,10 @@ class _HierarchyMixin:
     def get_hierarchy_computation_models(self) -> list[HierarchyComputationModelDesc]:
         """The models this build implements (``CPU_INCREMENTAL``; no GPU models)."""
         sid = self._require_live("get_hierarchy_computation_models")
-        models = json.loads(call(native.HierarchyComputationModels, sid))
+        addr, count = call(native.HierarchyComputationModels, sid).split(" ")
+        models = (HierarchyModelDescRaw * int(count)).from_address(int(addr))  # kept by the engine
         return [
-            HierarchyComputationModelDesc(
-                _model(int(m["model_id"])), str(m["name"]), str(m["description"])
-            )
+            HierarchyComputationModelDesc(_model(m.model_id), m.name.text(), m.description.text())
             for m in models
         ]
 
@@ -206,12 +205,20 @@ class _HierarchyMixin:
         """
         handle = _hierarchy_handle(hierarchy)
         timeout_ns = as_timeout(timeout)
-        out = self._fetch_when_ready(
+        addr = self._fetch_when_ready(
             "fetch_hierarchy_result", native.FetchHierarchyResult, "hierarchy", handle, timeout_ns
         )
-        data = json.loads(out)
-        items = [HierarchyItem(_code(int(i["status"])), tuple(i["paths"])) for i in data["items"]]
-        return HierarchyResult(int(data["ordinal"]), tuple(items))
+        raw = HierarchyResultRaw.from_address(addr)
+        try:
+            paths = [raw.paths[k].string.text() for k in range(raw.path_count)]
+            items = []
+            for i in range(raw.input_count):
+                item = raw.items[i]
+                mine = paths[item.path_offset : item.path_offset + item.path_count]
+                items.append(HierarchyItem(_code(item.status), tuple(mine)))
+            return HierarchyResult(int(raw.ordinal), tuple(items))
+        finally:
+            call(native.ReleaseHierarchyResult, raw.hierarchy_result_id)
 
     def release_hierarchy(self, hierarchy: Hierarchy | int) -> Operation:
         """Enqueue the release of a hierarchy handle."""

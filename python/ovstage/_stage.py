@@ -13,12 +13,28 @@ from typing import Any, TypeVar
 import numpy as np
 
 from . import _fastpath, _lib
+from ._abi import (
+    AttributeWrite,
+    CudaSync,
+    FilterRaw,
+    MapDesc,
+    OrdinalRangeRaw,
+    OvxString,
+    OvxStringOrToken,
+    Placement,
+    PredicateRaw,
+    QueryResultRaw,
+    ReadGroupRaw,
+    WriteData,
+    WriteFloorDesc,
+    ovx_string,
+)
 from ._config import StageConfig, process_config
 from ._cuda import parse_device
-from ._dlpack import DLDataType, DLTensor, make_dltensor, private_dltensor
+from ._dlpack import DLDataType, DLDevice, DLTensor, make_dltensor, private_dltensor
 from ._enums import AttributeSemantic, PrimMode, Scope
 from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError, OvxError
-from ._groups import MapGroup, ReadGroup, ReadGroupRaw
+from ._groups import MapGroup, ReadGroup
 from ._guards import (
     as_attribute,
     as_bool_flag,
@@ -92,6 +108,10 @@ class OrdinalRange:
             raise ValueError(f"start_ordinal {start} is after end_ordinal {end}")
         return start, end, True
 
+    def _raw(self) -> OrdinalRangeRaw:
+        """The validated range as an ``ovstage_ordinal_range_t``."""
+        return OrdinalRangeRaw(*self.to_c())
+
 
 def _handle_of(obj: Any, cls: type, name: str) -> int:
     if isinstance(obj, cls):
@@ -99,16 +119,23 @@ def _handle_of(obj: Any, cls: type, name: str) -> int:
     return as_uint64(obj, name)
 
 
-def _u64_array(values: Sequence[int], name: str) -> array.array[int]:
-    return array.array("Q", (as_uint64(v, f"{name}[{i}]") for i, v in enumerate(values)))
-
-
 def _addr(buf: array.array[int] | np.ndarray | None) -> int:
+    """The address of an array's first item, 0 for None or an empty array."""
     if buf is None or len(buf) == 0:
         return 0
     if isinstance(buf, np.ndarray):
         return int(buf.ctypes.data)
     return buf.buffer_info()[0]
+
+
+def _present(buf: np.ndarray | None) -> int | None:
+    """A request's pointer to an optional array: NULL (None) when absent, the array's (non-zero)
+    address when given, even when it is empty (numpy allocates a byte for it)."""
+    return None if buf is None else int(buf.ctypes.data)
+
+
+def _struct_addr(obj: ctypes.Structure | ctypes.Array[Any] | None) -> int:
+    return 0 if obj is None else ctypes.addressof(obj)
 
 
 def _uint_words(values: Any, name: str, dtype: type, bits: int) -> np.ndarray:
@@ -363,46 +390,48 @@ class Stage(_HierarchyMixin):
             )
         self._require_live("query")
         try:
-            preds, values, tokens = self._encode_query(predicates, attrs)
+            filt, keep = self._encode_filter(predicates)
+            tokens = array.array("Q")
+            for i, a in enumerate(attrs or ()):
+                tokens.append(self._token(as_attribute(a, f"attrs[{i}]"), f"attrs[{i}]"))
         except OvstageError as exc:
             return Query(self, 0, self._rejected(exc))
-        blob = array.array("B", b"".join(values))
-        lens = array.array("Q", (len(v) for v in values))
-        return self._enqueue_handle(
+        handle = self._enqueue_handle(
             Query,
             "query",
             native.Query,
-            _addr(preds),
-            len(predicates),
-            _addr(blob),
-            len(blob),
-            _addr(lens),
-            len(lens),
+            _struct_addr(filt),
             _addr(tokens),
             len(tokens),
             attrs is not None,
         )
+        del keep  # the engine copied the values
+        return handle
 
-    def _encode_query(
-        self, predicates: list[Predicate], attrs: Sequence[int | str] | None
-    ) -> tuple[array.array[int], list[bytes], array.array[int]]:
-        """Predicates as (attribute, op, value count) triples, their values, and the attrs."""
-        preds = array.array("Q")
-        values: list[bytes] = []
+    def _encode_filter(self, predicates: list[Predicate]) -> tuple[FilterRaw | None, list[Any]]:
+        """The predicates as an ``ovstage_filter_t`` (None without predicates: every prim), and
+        the arrays it points into."""
+        if not predicates:
+            return None, []
+        preds = (PredicateRaw * len(predicates))()
+        keep: list[Any] = [preds]
         for i, p in enumerate(predicates):
             attr = self._token(p.attribute, f"filter predicate {i} attribute")
-            preds.extend((attr, int(p.op), len(p.values)))
+            values = (OvxString * max(1, len(p.values)))()
             for j, v in enumerate(p.values):
                 problem = string_problem(v, "Value", empty_ok=True)
                 if problem is not None:
                     raise OvstageError(
                         ErrorCode.INVALID_ARGUMENT, f"filter predicate {i} value {j}: {problem}"
                     )
-                values.append(v.encode("utf-8"))
-        tokens = array.array("Q")
-        for i, a in enumerate(attrs or ()):
-            tokens.append(self._token(as_attribute(a, f"attrs[{i}]"), f"attrs[{i}]"))
-        return preds, values, tokens
+                data = v.encode("utf-8")
+                values[j] = OvxString(data, len(data))
+                keep.append(data)
+            keep.append(values)
+            preds[i] = PredicateRaw(
+                OvxStringOrToken(attr), int(p.op), ctypes.addressof(values), len(p.values)
+            )
+        return FilterRaw(ctypes.addressof(preds), len(predicates)), keep
 
     def _tokens(self, values: Sequence[int | str], name: str) -> array.array[int]:
         """Tokens of attribute arguments ``name[i]`` as a uint64 array (see ``_token``)."""
@@ -428,12 +457,15 @@ class Stage(_HierarchyMixin):
         """The query's discovered attributes and prim count (waits for the query)."""
         handle = _handle_of(query, Query, "query")
         timeout_ns = as_timeout(timeout)
-        out = self._fetch_when_ready(
+        addr = self._fetch_when_ready(
             "fetch_query_result", native.FetchQueryResult, "query", handle, timeout_ns
         )
-        count, tokens = out.split(" ")
-        attrs = [int(t) for t in tokens.split(",")] if tokens else []
-        return QueryResult(attrs, int(count), handle)
+        raw = QueryResultRaw.from_address(addr)
+        try:
+            attrs = raw.attributes[: raw.attribute_count] if raw.attribute_count else []
+            return QueryResult(attrs, int(raw.total_prim_count), handle)
+        finally:
+            call(native.ReleaseQueryResult, raw.query_result_id)
 
     def query_from_path_list(self, path_list: int) -> Query:
         """Wrap a path list as a query (synchronous; prims need not exist)."""
@@ -514,29 +546,23 @@ class Stage(_HierarchyMixin):
         self._require_live("write_attribute")
         if payload.rejection is not None:
             return Operation(self, *payload.rejection)
-        token, name = (payload.attr, "") if isinstance(payload.attr, int) else (0, payload.attr)
-        placed = (device_type, device_id, stream, event) != (0, 0, 0, 0)
+        attr = payload.attribute()
+        data = payload.data(stream, event)
+        placement = None
+        if (device_type, device_id) != (0, 0):
+            placement = Placement(DLDevice(device_type, device_id), 0, 0)
         op = self._enqueue(
             "write_attribute",
-            native.WriteAttributePlaced if placed else native.WriteAttribute,
+            native.WriteAttribute,
             qh,
-            token,
-            name,
+            ctypes.addressof(attr),
             ordinal,
-            ctypes.addressof(payload.ptrs),
-            len(payload.tensors),
-            payload.count,
-            _addr(payload.index_map),
-            0 if payload.index_map is None else len(payload.index_map),
-            _addr(payload.mask),
-            0 if payload.mask is None else len(payload.mask),
-            payload.semantic,
-            payload.is_array,
+            ctypes.addressof(data),
             int(mode),
-            *((device_type, device_id, stream, event) if placed else ()),
+            _struct_addr(placement),
         )
         if op.ok and payload.nbytes() >= _fastpath.DEFER_COPY_BYTES:
-            self._hold(op._op_id, payload.tensors)
+            self._hold(op._op_id, payload)
         return op
 
     def write_attributes(
@@ -563,14 +589,11 @@ class Stage(_HierarchyMixin):
                 raise TypeError(f"writes[{i}] must be a WriteDesc, got {type(desc).__name__}")
             payloads.append(_Payload.of(desc, f"writes[{i}]: "))
         self._require_live("write_attributes")
-        entries = (_WriteEntry * max(1, len(payloads)))()
+        entries = (AttributeWrite * max(1, len(payloads)))()
         for i, payload in enumerate(payloads):
             if payload.rejection is not None:
                 return Operation(self, *payload.rejection)
-            try:
-                entries[i] = payload.entry(self._token(payload.attr, f"writes[{i}]: attribute"))
-            except OvstageError as exc:
-                return self._rejected(exc)
+            entries[i] = AttributeWrite(payload.attribute(), payload.data())
         op = self._enqueue(
             "write_attributes",
             native.WriteAttributes,
@@ -579,9 +602,10 @@ class Stage(_HierarchyMixin):
             len(payloads),
             ordinal,
             int(mode),
+            0,
         )
         if op.ok and any(p.nbytes() >= _fastpath.DEFER_COPY_BYTES for p in payloads):
-            self._hold(op._op_id, [p.tensors for p in payloads])
+            self._hold(op._op_id, payloads)
         return op
 
     def delete_attributes(
@@ -602,8 +626,14 @@ class Stage(_HierarchyMixin):
             tokens = self._tokens(values, "attributes")
         except OvstageError as exc:
             return self._rejected(exc)
+        attrs = (OvxStringOrToken * max(1, len(tokens)))(*(OvxStringOrToken(t) for t in tokens))
         return self._enqueue(
-            "delete_attributes", native.DeleteAttributes, qh, _addr(tokens), len(tokens), ordinal
+            "delete_attributes",
+            native.DeleteAttributes,
+            qh,
+            ctypes.addressof(attrs),
+            len(tokens),
+            ordinal,
         )
 
     # -- clone --------------------------------------------------------------------------
@@ -625,11 +655,16 @@ class Stage(_HierarchyMixin):
             problem = string_problem(text, "Path")
             if problem is not None:
                 return Operation(self, ErrorCode.INVALID_ARGUMENT, 0, message=f"{name}: {problem}")
+        source_c = ovx_string(source.encode("utf-8"))
         targets = [t.encode("utf-8") for t in texts]
-        blob = array.array("B", b"".join(targets))
-        lens = array.array("Q", (len(t) for t in targets))
+        targets_c = (OvxString * max(1, len(targets)))(*(ovx_string(t) for t in targets))
         return self._enqueue(
-            "clone", native.Clone, source, _addr(blob), len(blob), _addr(lens), len(lens), ordinal
+            "clone",
+            native.Clone,
+            ctypes.addressof(source_c),
+            ctypes.addressof(targets_c),
+            len(targets),
+            ordinal,
         )
 
     def clone(self, source_path: str, target_paths: Sequence[str], ordinal: int) -> None:
@@ -668,42 +703,42 @@ class Stage(_HierarchyMixin):
             sizes = array.array(
                 "Q", (as_size_t(n, f"element_sizes[{i}]") for i, n in enumerate(element_sizes))
             )
-        code, bits, lanes = (
-            (dtype.code, dtype.bits, dtype.lanes) if dtype is not None else (0, 0, 0)
-        )
         self._require_live("map_attribute")
-        token, name = (attr, "") if isinstance(attr, int) else (0, attr)
         problem = attribute_problem(attr)
         if problem is not None:
             rejected = Operation(
                 self, ErrorCode.INVALID_ARGUMENT, 0, message=f"attribute: {problem}"
             )
             return Map(self, 0, rejected)
+        name = None if isinstance(attr, int) else attr.encode("utf-8")
+        desc = MapDesc(
+            OvxStringOrToken(attr) if name is None else OvxStringOrToken(0, ovx_string(name)),
+            DLDataType(dtype.code, dtype.bits, dtype.lanes) if dtype is not None else DLDataType(),
+            sem,
+            int(mode),
+            0,
+        )
+        # element_sizes given but empty is not "no element_sizes": its pointer stays non-NULL.
+        sizes_addr = 0 if sizes is None else sizes.buffer_info()[0] or _EMPTY_SIZES_ADDR
         return self._enqueue_handle(
             Map,
             "map_attribute",
             native.MapAttribute,
             qh,
-            token,
-            name,
+            ctypes.addressof(desc),
             ordinal,
-            int(mode),
-            code,
-            bits,
-            lanes,
-            sem,
-            _addr(sizes),
+            sizes_addr,
             0 if sizes is None else len(sizes),
-            sizes is not None,
         )
 
     def fetch_map_next(self, map: Map | int, timeout: int = TIMEOUT_INFINITE) -> MapGroup | None:
         """The session's next writable group, or None after the last."""
         mh = _handle_of(map, Map, "map")
-        addr = self._fetch_next("fetch_map_next", native.FetchMapNext, "map", mh, timeout)
-        if addr is None:
+        fetched = self._fetch_next("fetch_map_next", native.FetchMapNext, "map", mh, timeout)
+        if fetched is None:
             return None
-        group = MapGroup._from_native(addr, self)
+        addr, group_id = fetched.split(" ")
+        group = MapGroup._from_native(int(addr), int(group_id), self)
         if isinstance(map, Map):
             map._groups.append(group)
         return group
@@ -767,13 +802,9 @@ class Stage(_HierarchyMixin):
             attrs = self._tokens(values, "attributes")
         except OvstageError as exc:
             return self._rejected(exc)
+        desc = WriteFloorDesc(ordinal, int(sc), _addr(attrs), len(attrs))
         return self._enqueue(
-            "advance_write_floor",
-            native.AdvanceWriteFloor,
-            ordinal,
-            int(sc),
-            _addr(attrs),
-            len(attrs),
+            "advance_write_floor", native.AdvanceWriteFloor, ctypes.addressof(desc)
         )
 
     def get_oldest_preserved_ordinal(self) -> OrdinalQuery:
@@ -812,15 +843,11 @@ class Stage(_HierarchyMixin):
             return cls(self, 0, self._rejected(exc))
         return cls(self, int(handle), Operation._accepted(self, int(op_id)))
 
-    def _fetch_next(self, what: str, fn: Any, kind: str, handle: int, timeout: int) -> int | None:
-        """Address of the next group from an iterating fetch, or None at END_OF_ITERATION."""
+    def _fetch_next(self, what: str, fn: Any, kind: str, handle: int, timeout: int) -> Any:
+        """What an iterating fetch returns for the next group, or None after the last one (the
+        facade answers 0 / "" there: END_OF_ITERATION ends every read and map session)."""
         timeout_ns = as_timeout(timeout)
-        try:
-            return self._fetch_when_ready(what, fn, kind, handle, timeout_ns)
-        except OvstageError as exc:
-            if exc.code == ErrorCode.END_OF_ITERATION:
-                return None
-            raise
+        return self._fetch_when_ready(what, fn, kind, handle, timeout_ns) or None
 
     def _fetch_when_ready(self, what: str, fn: Any, kind: str, handle: int, timeout_ns: int) -> Any:
         """``fn(stage, handle, timeout_ns)``: a fetch of the result of a ``kind`` handle, which
@@ -870,7 +897,7 @@ class Stage(_HierarchyMixin):
             raise TypeError(
                 f"ordinal_range must be an OrdinalRange, got {type(ordinal_range).__name__}"
             )
-        start, end, has_start = ordinal_range.to_c()
+        rng = ordinal_range._raw()
         if isinstance(attrs, int):
             raise TypeError("attrs must be a sequence of attribute tokens or names, got int")
         items = as_sequence(attrs, "attrs", "attribute tokens or names")
@@ -887,9 +914,7 @@ class Stage(_HierarchyMixin):
             qh,
             _addr(tokens),
             len(tokens),
-            start,
-            end,
-            has_start,
+            ctypes.addressof(rng),
         )
 
     def fetch_read_next(
@@ -949,10 +974,18 @@ class Stage(_HierarchyMixin):
 def _sparsity(
     index_map: Any, mask: Any, count: Any, label: str = ""
 ) -> tuple[int, np.ndarray | None, np.ndarray | None]:
-    """Python-side sparse-write guards; returns (count, index_map, mask). ``label`` prefixes
-    the argument names (a batch entry's ``writes[i]: ``)."""
-    if index_map is not None and mask is not None:
-        raise ValueError(f"{label}index_map and mask are mutually exclusive")
+    """The sparse addressing of a write as the C request holds it: ``(count, index_map,
+    mask)``. Only what the conversion from Python needs is checked here (``label`` prefixes
+    the argument names, ``writes[i]: `` for a batch entry); the rules of sparse writes
+    themselves (index_map and mask exclusive, either needs a count) are the engine's, which
+    reports them as ValueError too.
+
+    - ``count=None`` is the whole query, so ``count=0`` (the C encoding of "whole query")
+      is refused rather than silently meaning something else;
+    - ``count`` defaults to ``len(index_map)``;
+    - the C request gives ``index_map`` and ``mask`` no length (they are read for ``count``
+      entries and ``ceil(count/64)`` words), so a count beyond either array is refused here.
+    """
     n = None
     if count is not None:
         n = as_uint32(count, f"{label}count")
@@ -963,16 +996,12 @@ def _sparsity(
         imap = _uint_words(index_map, f"{label}index_map", np.uint32, 32)
         if n is None:
             n = len(imap)
-        if n == 0:
-            raise ValueError(f"{label}index_map is empty: count would be 0")
         if n > len(imap):
             raise ValueError(f"{label}count {n} exceeds len(index_map) {len(imap)}")
     words = None
     if mask is not None:
         words = _uint_words(mask, f"{label}mask", np.uint64, 64)
-        if n is None:
-            raise ValueError(f"{label}mask requires count")
-        if n > 64 * len(words):
+        if n is not None and n > 64 * len(words):
             raise ValueError(f"{label}count {n} exceeds 64 * len(mask) = {64 * len(words)}")
     return n or 0, imap, words
 
@@ -1007,31 +1036,19 @@ class WriteDesc:
     semantic: int = AttributeSemantic.NONE
 
 
-class _WriteEntry(ctypes.Structure):
-    """Mirror of pybind's writeEntry: one batch entry, twelve 8-byte fields."""
-
-    _fields_ = [
-        ("attr", ctypes.c_uint64),
-        ("tensors", ctypes.c_uint64),
-        ("tensor_count", ctypes.c_uint64),
-        ("count", ctypes.c_uint64),
-        ("index_map", ctypes.c_uint64),
-        ("index_map_len", ctypes.c_uint64),
-        ("has_index_map", ctypes.c_uint64),
-        ("mask", ctypes.c_uint64),
-        ("mask_len", ctypes.c_uint64),
-        ("has_mask", ctypes.c_uint64),
-        ("semantic", ctypes.c_int64),
-        ("is_array", ctypes.c_uint64),
-    ]
+# The non-NULL pointer of an empty element_sizes array (an empty array has no address of its own).
+_EMPTY_SIZES = (ctypes.c_size_t * 1)()
+_EMPTY_SIZES_ADDR = ctypes.addressof(_EMPTY_SIZES)
 
 
 @dataclass
 class _Payload:
-    """A write's arguments after the Python-side guards (spec §5.3), ready for the engine.
+    """A write's arguments after the Python-side conversion, ready to be laid out as the C
+    request (``ovx_string_or_token_t`` attribute, ``ovstage_write_data_t`` data).
 
-    It keeps the converted tensors and arrays alive for the duration of the native call (the
-    engine copies what it needs before the call returns).
+    It owns everything the request points into (the tensors, their array, the index map, the
+    mask, the attribute's bytes): keep it for the native call, and for a large write until the
+    engine no longer reads the payload (``Stage._hold``).
     """
 
     attr: int | str
@@ -1041,8 +1058,9 @@ class _Payload:
     index_map: np.ndarray | None
     mask: np.ndarray | None
     tensors: list[DLTensor]
-    ptrs: Any
+    array: Any
     rejection: tuple[int, int, Any, str] | None = None
+    name: bytes = b""
 
     @classmethod
     def of(cls, desc: WriteDesc, label: str) -> _Payload:
@@ -1052,11 +1070,11 @@ class _Payload:
         n, imap, words = _sparsity(desc.index_map, desc.mask, desc.count, label)
         rejection = _cuda_rejection(desc.cuda_event, desc.cuda_stream)
         tensors = _as_dltensors(desc.tensors, label)
-        ptrs = (ctypes.c_void_p * len(tensors))(*(ctypes.addressof(t) for t in tensors))
+        array = (DLTensor * len(tensors))(*tensors)
         problem = attribute_problem(attr)
         if problem is not None:
             rejection = (ErrorCode.INVALID_ARGUMENT, 0, None, f"{label}attribute: {problem}")
-        return cls(attr, flag, sem, n, imap, words, tensors, ptrs, rejection)
+        return cls(attr, flag, sem, n, imap, words, tensors, array, rejection)
 
     def nbytes(self) -> int:
         """Payload bytes (the engine defers the copy of large payloads to the op)."""
@@ -1068,21 +1086,33 @@ class _Payload:
             total += count * ((t.dtype.bits * t.dtype.lanes + 7) // 8)
         return total
 
-    def entry(self, token: int) -> _WriteEntry:
-        return _WriteEntry(
-            token,
-            ctypes.addressof(self.ptrs),
-            len(self.tensors),
-            self.count,
-            _addr(self.index_map),
-            0 if self.index_map is None else len(self.index_map),
-            self.index_map is not None,
-            _addr(self.mask),
-            0 if self.mask is None else len(self.mask),
-            self.mask is not None,
-            self.semantic,
-            self.is_array,
-        )
+    def attribute(self) -> OvxStringOrToken:
+        """The attribute as an ``ovx_string_or_token_t``: a token, or a name's token from the
+        package's token cache (interned once, as the engine would intern it), or, when the
+        name cannot be interned, the name itself, for the engine to report."""
+        if isinstance(self.attr, int):
+            return OvxStringOrToken(self.attr)
+        token = _fastpath.token_of(self.attr)
+        if token:
+            return OvxStringOrToken(token)
+        self.name = self.attr.encode("utf-8")
+        return OvxStringOrToken(0, OvxString(self.name, len(self.name)))
+
+    def data(self, stream: int = 0, event: int = 0) -> WriteData:
+        """The ``ovstage_write_data_t`` over this payload (fields left zero are not set: this is
+        on every general write's path)."""
+        data = WriteData(ctypes.addressof(self.array), None, len(self.tensors), self.count)
+        if self.index_map is not None:
+            data.index_map = _present(self.index_map)
+        if self.mask is not None:
+            data.mask = _present(self.mask)
+        if stream or event:
+            data.cuda_sync = CudaSync(stream, event)
+        if self.semantic:
+            data.semantic = self.semantic
+        if self.is_array:
+            data.is_array = True
+        return data
 
 
 def _as_dltensors(tensors: Any, label: str = "") -> list[DLTensor]:

@@ -219,19 +219,13 @@ def test_inline_helpers_under_sanitizers(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 # Python ctypes mirrors against the same table
 
-_CABI_MASK_PAIR = (
-    "the mirror follows cabi/ovstage_abi.h, which models ovstage_data_t.mask as a "
-    "{bits, word_count} pair; the ABI has one pointer, so cuda_sync and everything after it "
-    "sits 8 bytes late (fixed with the boundary refactor of issue 11)"
-)
-
 
 def _mirror(module: str, name: str) -> type[ctypes.Structure]:
     cls: type[ctypes.Structure] = getattr(importlib.import_module(module), name)
     return cls
 
 
-#: (module, class, C struct it mirrors); known disagreements are strict xfails.
+#: (module, class, C struct it mirrors).
 MIRRORS = [
     ("ovstage._dlpack", "DLPackVersion", "DLPackVersion"),
     ("ovstage._dlpack", "DLDevice", "DLDevice"),
@@ -239,37 +233,38 @@ MIRRORS = [
     ("ovstage._dlpack", "DLTensor", "DLTensor"),
     ("ovstage._dlpack", "DLManagedTensor", "DLManagedTensor"),
     ("ovstage._dlpack", "DLManagedTensorVersioned", "DLManagedTensorVersioned"),
-    ("ovstage._groups", "CudaSync", "ovstage_cuda_sync_t"),
-    ("ovstage._groups", "PrimGroupRaw", "ovstage_prim_group_t"),
-    ("ovstage._groups", "AttributeMetaRaw", "ovstage_attribute_meta_t"),
-    pytest.param(
-        "ovstage._groups", "DataRaw", "ovstage_data_t",
-        marks=pytest.mark.xfail(strict=True, reason=_CABI_MASK_PAIR),
-    ),
-    pytest.param(
-        "ovstage._groups", "ReadGroupRaw", "ovstage_read_group_t",
-        marks=pytest.mark.xfail(strict=True, reason=_CABI_MASK_PAIR),
-    ),
-    pytest.param(
-        "ovstage._groups", "MapGroupRaw", "ovstage_map_group_t",
-        marks=pytest.mark.xfail(strict=True, reason=_CABI_MASK_PAIR),
-    ),
-]  # fmt: skip
+    ("ovstage._abi", "OvxString", "ovx_string_t"),
+    ("ovstage._abi", "OvxStringOrToken", "ovx_string_or_token_t"),
+    ("ovstage._abi", "CudaSync", "ovstage_cuda_sync_t"),
+    ("ovstage._abi", "WriteData", "ovstage_write_data_t"),
+    ("ovstage._abi", "AttributeWrite", "ovstage_attribute_write_t"),
+    ("ovstage._abi", "Placement", "ovstage_placement_t"),
+    ("ovstage._abi", "WriteFloorDesc", "ovstage_write_floor_desc_t"),
+    ("ovstage._abi", "OrdinalRangeRaw", "ovstage_ordinal_range_t"),
+    ("ovstage._abi", "PredicateRaw", "ovstage_predicate_t"),
+    ("ovstage._abi", "FilterRaw", "ovstage_filter_t"),
+    ("ovstage._abi", "MapDesc", "ovstage_map_desc_t"),
+    ("ovstage._abi", "DataRaw", "ovstage_data_t"),
+    ("ovstage._abi", "PrimGroupRaw", "ovstage_prim_group_t"),
+    ("ovstage._abi", "AttributeMetaRaw", "ovstage_attribute_meta_t"),
+    ("ovstage._abi", "ReadGroupRaw", "ovstage_read_group_t"),
+    ("ovstage._abi", "MapGroupRaw", "ovstage_map_group_t"),
+    ("ovstage._abi", "QueryResultRaw", "ovstage_query_result_t"),
+    ("ovstage._abi", "HierarchyItemRaw", "ovstage_hierarchy_item_t"),
+    ("ovstage._abi", "HierarchyResultRaw", "ovstage_hierarchy_result_t"),
+    ("ovstage._abi", "HierarchyModelDescRaw", "ovstage_hierarchy_computation_model_desc_t"),
+]
 
 #: ctypes structures of the package that are not C ABI structs, and why.
-NOT_ABI_STRUCTS = {
-    ("ovstage._groups", "Mask"): "cabi's {bits, word_count} pair; the ABI mask is one pointer",
-    ("ovstage._stage", "_WriteEntry"): "pybind's private batch entry, not part of the C ABI",
-}
+NOT_ABI_STRUCTS: dict[tuple[str, str], str] = {}
 
 
 def _struct(name: str) -> dict[str, Any]:
     return next(s for s in TABLE["structs"] if s["name"] == name)
 
 
-def _mirror_key(param: Any) -> tuple[str, str]:
-    values = param.values if hasattr(param, "values") else param
-    return (values[0], values[1])
+def _mirror_key(param: tuple[str, str, str]) -> tuple[str, str]:
+    return (param[0], param[1])
 
 
 @pytest.mark.parametrize(

@@ -86,10 +86,7 @@ _GUARD_CASES: dict[str, tuple[dict[str, Any], type[Exception], str]] = {
     "count 2**32": ({"count": 2**32}, ValueError, "count"),
     "count 0": ({"count": 0}, ValueError, "count"),
     "negative count": ({"count": -1}, ValueError, "count"),
-    "index_map with mask": ({"index_map": [0, 1, 2], "mask": [7], "count": 3}, ValueError, "mask"),
-    "mask without count": ({"mask": [7]}, ValueError, "count"),
     "count above 64*len(mask)": ({"mask": [1], "count": 65}, ValueError, "mask"),
-    "empty index_map": ({"index_map": []}, ValueError, "index_map"),
     "count above len(index_map)": ({"index_map": [0], "count": 3}, ValueError, "index_map"),
     "negative index_map entry": ({"index_map": [-1, 0, 0]}, ValueError, "index_map"),
     "index_map entry 2**32": ({"index_map": [2**32, 0, 0]}, ValueError, "index_map"),
@@ -123,6 +120,37 @@ def test_write_argument_guards_raise_before_any_native_call(
         with pytest.raises(error) as info:
             stage.write_attribute(**arguments)
     assert names in str(info.value)
+
+
+# The rules of sparse addressing are the engine's (one place for C and Python): the call reaches
+# it, which refuses the request before anything is queued, and the package raises ValueError.
+_SPARSE_RULE_CASES: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
+    "index_map with mask": (
+        {"index_map": [0, 1, 2], "mask": [7], "count": 3},
+        ("index_map and mask are mutually exclusive",),
+    ),
+    "mask without count": ({"mask": [7]}, ("count", "mask")),
+    "empty index_map": ({"index_map": []}, ("count", "index_map")),
+}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "names"), _SPARSE_RULE_CASES.values(), ids=_SPARSE_RULE_CASES
+)
+def test_sparse_write_rules_raise_value_error_with_nothing_queued(
+    stage, make_query, overrides, names
+) -> None:
+    query = make_query(ABC)
+    before = stage._diagnostics()
+    with pytest.raises(ValueError) as info:
+        stage.write_attribute(query, "t", 1, np.zeros(3, np.float32), is_array=False, **overrides)
+    for name in names:
+        assert name in str(info.value)
+    assert stage._diagnostics() == before, "nothing was queued"
+    batch = [ovstage.WriteDesc("t", np.zeros(3, np.float32), False, **overrides)]
+    with pytest.raises(ValueError, match=r"^writes\[0\]: "):
+        stage.write_attributes(query, batch, 1)
+    assert stage._diagnostics() == before, "nothing was queued"
 
 
 @pytest.mark.parametrize(

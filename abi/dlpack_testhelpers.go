@@ -1,8 +1,8 @@
-package dlpack
+package abi
 
 /*
 #include <stdlib.h>
-#include "dlpack.h"
+#include <ovx/dlpack/dlpack.h>
 static void ovs_test_legacy_delete(DLManagedTensor* m) { m->deleter(m); }
 */
 import "C"
@@ -10,10 +10,11 @@ import "C"
 import (
 	"unsafe"
 
+	"github.com/ovstage-go/ovstage/core/tensor"
 	"github.com/ovstage-go/ovstage/internal/cptr"
 )
 
-// The helpers below exist for this package's tests (cgo is not allowed in _test.go files).
+// DLPack helpers for this package's tests (cgo is not allowed in _test.go files).
 
 // cTensorView is a test view of a C DLTensor.
 type cTensorView struct{ t *C.DLTensor }
@@ -36,7 +37,7 @@ func legacyTensor(addr uintptr) *cTensorView {
 
 func runDeleter(addr uintptr, versioned bool) {
 	if versioned {
-		Free(addr)
+		FreeExport(addr)
 		return
 	}
 	C.ovs_test_legacy_delete((*C.DLManagedTensor)(cptr.At(addr)))
@@ -45,8 +46,8 @@ func runDeleter(addr uintptr, versioned bool) {
 func newCTensor(ndim int32, shape []int64, bits uint8, lanes uint16, withData bool) uintptr {
 	t := (*C.DLTensor)(C.calloc(1, C.size_t(unsafe.Sizeof(C.DLTensor{}))))
 	t.ndim = C.int32_t(ndim)
-	t.device.device_type = C.int32_t(DeviceCPU)
-	t.dtype.code = C.uint8_t(CodeFloat)
+	t.device.device_type = C.DLDeviceType(tensor.DeviceCPU)
+	t.dtype.code = C.uint8_t(tensor.CodeFloat)
 	t.dtype.bits = C.uint8_t(bits)
 	t.dtype.lanes = C.uint16_t(lanes)
 	s := (*C.int64_t)(C.calloc(C.size_t(max(int(ndim), len(shape))), 8))

@@ -1,4 +1,4 @@
-package dlpack
+package abi
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ovstage-go/ovstage/core/status"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // FuzzFromAddress feeds malformed C DLTensors to FromAddress: any ndim (negative, 0, above
@@ -22,25 +23,25 @@ func FuzzFromAddress(f *testing.F) {
 		}
 		return b
 	}
-	f.Add(int32(1), le(3), false, []byte(nil), uint8(CodeFloat), uint8(32), uint16(1), int32(DeviceCPU), uint64(0), false)
-	f.Add(int32(2), le(2, 3), true, le(1, 2), uint8(CodeInt), uint8(16), uint16(3), int32(DeviceCPU), uint64(8), false)
-	f.Add(int32(0), []byte(nil), false, []byte(nil), uint8(CodeUInt), uint8(8), uint16(1), int32(DeviceCPU), uint64(0), true)
-	f.Add(int32(-1), le(1), false, []byte(nil), uint8(CodeFloat), uint8(32), uint16(1), int32(DeviceCPU), uint64(0), false)
-	f.Add(int32(1<<30), le(1), false, []byte(nil), uint8(CodeFloat), uint8(32), uint16(1), int32(DeviceCPU), uint64(0), false)
-	f.Add(int32(1), le(-5), false, []byte(nil), uint8(CodeFloat), uint8(32), uint16(1), int32(DeviceCPU), uint64(0), false)
-	f.Add(int32(1), le(1<<45), false, []byte(nil), uint8(CodeFloat), uint8(64), uint16(65535), int32(DeviceCPU), uint64(0), false)
-	f.Add(int32(3), le(1<<40, 1<<40, 1<<40), false, []byte(nil), uint8(CodeFloat), uint8(8), uint16(1), int32(DeviceCPU), uint64(0), false)
-	f.Add(int32(1), le(4), false, []byte(nil), uint8(CodeComplexForTest), uint8(12), uint16(0), int32(DeviceCUDA), uint64(1<<63), true)
-	f.Add(int32(33), le(make([]int64, 33)...), false, []byte(nil), uint8(CodeBool), uint8(8), uint16(1), int32(DeviceCPU), uint64(0), false)
+	f.Add(int32(1), le(3), false, []byte(nil), uint8(tensor.CodeFloat), uint8(32), uint16(1), int32(tensor.DeviceCPU), uint64(0), false)
+	f.Add(int32(2), le(2, 3), true, le(1, 2), uint8(tensor.CodeInt), uint8(16), uint16(3), int32(tensor.DeviceCPU), uint64(8), false)
+	f.Add(int32(0), []byte(nil), false, []byte(nil), uint8(tensor.CodeUInt), uint8(8), uint16(1), int32(tensor.DeviceCPU), uint64(0), true)
+	f.Add(int32(-1), le(1), false, []byte(nil), uint8(tensor.CodeFloat), uint8(32), uint16(1), int32(tensor.DeviceCPU), uint64(0), false)
+	f.Add(int32(1<<30), le(1), false, []byte(nil), uint8(tensor.CodeFloat), uint8(32), uint16(1), int32(tensor.DeviceCPU), uint64(0), false)
+	f.Add(int32(1), le(-5), false, []byte(nil), uint8(tensor.CodeFloat), uint8(32), uint16(1), int32(tensor.DeviceCPU), uint64(0), false)
+	f.Add(int32(1), le(1<<45), false, []byte(nil), uint8(tensor.CodeFloat), uint8(64), uint16(65535), int32(tensor.DeviceCPU), uint64(0), false)
+	f.Add(int32(3), le(1<<40, 1<<40, 1<<40), false, []byte(nil), uint8(tensor.CodeFloat), uint8(8), uint16(1), int32(tensor.DeviceCPU), uint64(0), false)
+	f.Add(int32(1), le(4), false, []byte(nil), uint8(CodeComplexForTest), uint8(12), uint16(0), int32(tensor.DeviceCUDA), uint64(1<<63), true)
+	f.Add(int32(33), le(make([]int64, 33)...), false, []byte(nil), uint8(tensor.CodeBool), uint8(8), uint16(1), int32(tensor.DeviceCPU), uint64(0), false)
 	// 2^40 rows (accepted here: the write checks rows against its prims before copying).
-	f.Add(int32(1), le(1<<40), false, []byte(nil), uint8(CodeFloat), uint8(32), uint16(1), int32(DeviceCPU), uint64(0), false)
+	f.Add(int32(1), le(1<<40), false, []byte(nil), uint8(tensor.CodeFloat), uint8(32), uint16(1), int32(tensor.DeviceCPU), uint64(0), false)
 	// Strides whose offsets overflow, reach below the data, or span too much; a huge byte_offset.
-	f.Add(int32(1), le(2), true, le(1<<62), uint8(CodeFloat), uint8(32), uint16(1), int32(DeviceCPU), uint64(0), false)
-	f.Add(int32(2), le(1<<20, 1<<20), true, le(1<<40, 1), uint8(CodeUInt), uint8(8), uint16(1), int32(DeviceCPU), uint64(0), false)
-	f.Add(int32(1), le(3), true, le(-1<<44), uint8(CodeInt), uint8(64), uint16(1), int32(DeviceCPU), uint64(0), false)
-	f.Add(int32(1), le(3), true, le(-1), uint8(CodeInt), uint8(32), uint16(1), int32(DeviceCPU), uint64(8), false)
-	f.Add(int32(1), le(3), false, []byte(nil), uint8(CodeFloat), uint8(32), uint16(1), int32(DeviceCPU), uint64(1<<63), false)
-	f.Add(int32(2), le(3, 0), true, le(1<<62, 1<<62), uint8(CodeFloat), uint8(32), uint16(1), int32(DeviceCPU), uint64(1<<62), false)
+	f.Add(int32(1), le(2), true, le(1<<62), uint8(tensor.CodeFloat), uint8(32), uint16(1), int32(tensor.DeviceCPU), uint64(0), false)
+	f.Add(int32(2), le(1<<20, 1<<20), true, le(1<<40, 1), uint8(tensor.CodeUInt), uint8(8), uint16(1), int32(tensor.DeviceCPU), uint64(0), false)
+	f.Add(int32(1), le(3), true, le(-1<<44), uint8(tensor.CodeInt), uint8(64), uint16(1), int32(tensor.DeviceCPU), uint64(0), false)
+	f.Add(int32(1), le(3), true, le(-1), uint8(tensor.CodeInt), uint8(32), uint16(1), int32(tensor.DeviceCPU), uint64(8), false)
+	f.Add(int32(1), le(3), false, []byte(nil), uint8(tensor.CodeFloat), uint8(32), uint16(1), int32(tensor.DeviceCPU), uint64(1<<63), false)
+	f.Add(int32(2), le(3, 0), true, le(1<<62, 1<<62), uint8(tensor.CodeFloat), uint8(32), uint16(1), int32(tensor.DeviceCPU), uint64(1<<62), false)
 	f.Fuzz(func(t *testing.T, ndim int32, shapeBytes []byte, hasStrides bool, strideBytes []byte,
 		code, bits uint8, lanes uint16, device int32, byteOffset uint64, nullData bool) {
 		shape := int64s(shapeBytes, 40)
@@ -129,7 +130,7 @@ func FuzzFromAddress(f *testing.F) {
 
 // extent is the lowest and highest element offset an accepted tensor's strides reach (big
 // integers, independent of FromAddress).
-func extent(tn Tensor) (lo, hi *big.Int) {
+func extent(tn tensor.Tensor) (lo, hi *big.Int) {
 	lo, hi = new(big.Int), new(big.Int)
 	step := big.NewInt(1)
 	for i := len(tn.Shape) - 1; i >= 0; i-- {

@@ -1,38 +1,20 @@
-package dlpack
+package abi
 
 import (
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ovstage-go/ovstage/core/buffer"
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
-
-func TestCopyCompactFollowsStrides(t *testing.T) {
-	// 2x3 int32 viewed transposed: shape (3,2), strides (1,3).
-	src := []int32{1, 2, 3, 4, 5, 6}
-	tn := Tensor{Data: unsafe.Pointer(&src[0]), DeviceType: DeviceCPU,
-		DType: DType{Code: CodeInt, Bits: 32, Lanes: 1}, Shape: []int64{3, 2}, Strides: []int64{1, 3}}
-	assert.False(t, tn.Compact())
-	dst := make([]byte, tn.ByteSize())
-	require.NoError(t, tn.CopyCompact(dst))
-	assert.Equal(t, []int32{1, 4, 2, 5, 3, 6}, unsafe.Slice((*int32)(unsafe.Pointer(&dst[0])), 6))
-
-	// Negative stride: reversed vector.
-	rev := Tensor{Data: unsafe.Pointer(&src[5]), DType: DType{Code: CodeInt, Bits: 32, Lanes: 1},
-		Shape: []int64{6}, Strides: []int64{-1}}
-	dst = make([]byte, rev.ByteSize())
-	require.NoError(t, rev.CopyCompact(dst))
-	assert.Equal(t, []int32{6, 5, 4, 3, 2, 1}, unsafe.Slice((*int32)(unsafe.Pointer(&dst[0])), 6))
-}
 
 func TestExportHoldsBufferReferenceAndExpandsLanes(t *testing.T) {
 	buf, err := buffer.New(2 * 3 * 4)
 	require.NoError(t, err)
 	before := buffer.LiveCount()
-	tmpl, err := Export(buf, 0, DType{Code: CodeFloat, Bits: 32, Lanes: 3}, 2, DeviceCPU, 0, ReadOnly)
+	tmpl, err := Export(buf, 0, tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 3}, 2, tensor.DeviceCPU, 0, ReadOnly)
 	require.NoError(t, err)
 	buf.Release() // the export keeps the memory alive
 	assert.Equal(t, before, buffer.LiveCount())
@@ -51,7 +33,7 @@ func TestExportHoldsBufferReferenceAndExpandsLanes(t *testing.T) {
 		assert.Equal(t, []int64{3, 1}, dl.strides())
 		runDeleter(c, versioned)
 	}
-	Free(tmpl)
+	FreeExport(tmpl)
 	assert.Equal(t, before-1, buffer.LiveCount(), "last export gone: buffer freed")
 }
 
@@ -80,4 +62,42 @@ func TestFromAddressRejectsMalformed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int64{2, 3}, tn.Shape)
 	assert.Equal(t, int64(24), tn.ByteSize())
+}
+
+func TestExportBufferIsTheViewedBuffer(t *testing.T) {
+	buf, err := buffer.New(64)
+	require.NoError(t, err)
+	addr, err := Export(buf, 16, tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1}, 4, tensor.DeviceCPU, 0, ReadOnly)
+	require.NoError(t, err)
+	got, err := ExportBuffer(addr)
+	require.NoError(t, err)
+	assert.Equal(t, buf.Data(), got.Data(), "the buffer, not the offset view")
+	assert.Equal(t, int64(2), buf.Refs(), "borrowed: no reference added")
+	FreeExport(addr)
+	assert.Equal(t, int64(1), buf.Refs())
+	buf.Release()
+	_, err = ExportBuffer(0)
+	assert.Error(t, err)
+}
+
+// CheckTensor is FromAddress's rules for a tensor described without a DLTensor (the numpy fast
+// path): the same errors for the same descriptions.
+func TestCheckTensorAppliesTheDLTensorRules(t *testing.T) {
+	f32 := tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1}
+	data := uintptr(0x10000)
+	require.NoError(t, CheckTensor(tensor.Tensor{DType: f32, Shape: []int64{4, 3}}, data, 0, "t"))
+	for _, tc := range []struct {
+		t    tensor.Tensor
+		data uintptr
+		want string
+	}{
+		{tensor.Tensor{DType: f32, Shape: []int64{-1}}, data, "shape[0] = -1 is negative"},
+		{tensor.Tensor{DType: f32, Shape: []int64{1 << 40, 1 << 40}}, data, "too large"},
+		{tensor.Tensor{DType: tensor.DType{Code: tensor.CodeFloat, Bits: 32}, Shape: []int64{2}}, data, "lanes is 0"},
+		{tensor.Tensor{DType: tensor.DType{Code: tensor.CodeFloat, Bits: 4, Lanes: 1}, Shape: []int64{2}}, data, "bit width"},
+		{tensor.Tensor{DType: f32, Shape: []int64{2}}, 0, "data pointer is NULL"},
+		{tensor.Tensor{DType: f32, Shape: []int64{2}}, ^uintptr(0) - 4, "outside the address space"},
+	} {
+		assert.ErrorContains(t, CheckTensor(tc.t, tc.data, 0, "t"), tc.want)
+	}
 }

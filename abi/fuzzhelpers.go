@@ -1,9 +1,9 @@
-package dlpack
+package abi
 
 /*
 #include <stdlib.h>
 #include <string.h>
-#include "dlpack.h"
+#include <ovx/dlpack/dlpack.h>
 */
 import "C"
 
@@ -29,7 +29,7 @@ func newFuzzCTensor(ndim int32, shape, strides []int64, code, bits uint8, lanes 
 	deviceType int32, byteOffset uint64, dataSize int) *fuzzCTensor {
 	t := (*C.DLTensor)(C.calloc(1, C.size_t(unsafe.Sizeof(C.DLTensor{}))))
 	t.ndim = C.int32_t(ndim)
-	t.device.device_type = C.int32_t(deviceType)
+	t.device.device_type = C.DLDeviceType(deviceType)
 	t.dtype.code = C.uint8_t(code)
 	t.dtype.bits = C.uint8_t(bits)
 	t.dtype.lanes = C.uint16_t(lanes)

@@ -4,10 +4,14 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
-#include "dlpack.h"
+#include <ovx/dlpack/dlpack.h>
 #include "ovs_buffer.h"
 
 #define OVS_MAX_EXPORT_DIMS 2
+
+// Exports describe DLPack 1.0 tensors (their layout and flags are 1.0's; consumers accept any
+// 1.x), whatever minor version the header declares.
+#define OVS_EXPORT_DLPACK_MINOR 0
 
 typedef struct {
 	DLManagedTensorVersioned m;
@@ -65,7 +69,7 @@ DLManagedTensorVersioned* ovs_export_new(ovs_buffer* buf, uint64_t byte_offset, 
 	e->buf = buf;
 	DLTensor* t = &e->m.dl_tensor;
 	t->data = (char*)buf->data + byte_offset;
-	t->device.device_type = device_type;
+	t->device.device_type = (DLDeviceType)device_type;
 	t->device.device_id = device_id;
 	t->ndim = 1;
 	t->dtype.code = code;
@@ -76,8 +80,8 @@ DLManagedTensorVersioned* ovs_export_new(ovs_buffer* buf, uint64_t byte_offset, 
 	t->byte_offset = 0;
 	e->shape[0] = rows;
 	e->strides[0] = 1;
-	e->m.version.major = OVS_DLPACK_MAJOR;
-	e->m.version.minor = OVS_DLPACK_MINOR;
+	e->m.version.major = DLPACK_MAJOR_VERSION;
+	e->m.version.minor = OVS_EXPORT_DLPACK_MINOR;
 	e->m.manager_ctx = e;
 	e->m.deleter = delete_v;
 	e->m.flags = flags;

@@ -1,0 +1,139 @@
+// Package tensor is the engine's own description of a tensor handed to it: where the data is,
+// on which device, its element type and shape. It is pure Go and names no wire format: the
+// boundary (abi/) converts DLPack structs to and from it. The constants carry DLPack's values
+// so that conversion is a copy of each field.
+package tensor
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/ovstage-go/ovstage/core/status"
+)
+
+// Device types the engine knows (DLPack values).
+const (
+	DeviceCPU         int32 = 1
+	DeviceCUDA        int32 = 2
+	DeviceCUDAHost    int32 = 3
+	DeviceCUDAManaged int32 = 13
+)
+
+// Element type codes (DLPack values).
+const (
+	CodeInt     uint8 = 0
+	CodeUInt    uint8 = 1
+	CodeFloat   uint8 = 2
+	CodeOpaque  uint8 = 3
+	CodeBfloat  uint8 = 4
+	CodeComplex uint8 = 5
+	CodeBool    uint8 = 6
+)
+
+// DType is an element type: code, bits per lane, lanes (the tuple width).
+type DType struct {
+	Code  uint8
+	Bits  uint8
+	Lanes uint16
+}
+
+// ElemBytes is the size of one value (bits*lanes/8).
+func (d DType) ElemBytes() int { return int(d.Bits) / 8 * int(d.Lanes) }
+
+var codeNames = map[uint8]string{CodeInt: "int", CodeUInt: "uint", CodeFloat: "float",
+	CodeBfloat: "bfloat", CodeBool: "bool", CodeOpaque: "opaque", CodeComplex: "complex"}
+
+func (d DType) String() string {
+	n, ok := codeNames[d.Code]
+	if !ok {
+		n = fmt.Sprintf("code%d", d.Code)
+	}
+	return fmt.Sprintf("%s%dx%d", n, d.Bits, d.Lanes)
+}
+
+// Tensor describes a caller's tensor (the data stays where it is).
+type Tensor struct {
+	Data       unsafe.Pointer // first element (any byte offset already applied)
+	DeviceType int32
+	DeviceID   int32
+	DType      DType
+	Shape      []int64
+	Strides    []int64 // in elements; nil = compact row-major
+}
+
+// Rows is shape[0] (1 for a 0-d tensor).
+func (t Tensor) Rows() int64 {
+	if len(t.Shape) == 0 {
+		return 1
+	}
+	return t.Shape[0]
+}
+
+// NumElements is the product of the shape (each element has DType.Lanes lanes).
+func (t Tensor) NumElements() int64 {
+	n := int64(1)
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
+}
+
+// Compact reports whether the data is dense row-major.
+func (t Tensor) Compact() bool {
+	if t.Strides == nil {
+		return true
+	}
+	want := int64(1)
+	for i := len(t.Shape) - 1; i >= 0; i-- {
+		if t.Shape[i] != 1 && t.Strides[i] != want {
+			return false
+		}
+		want *= t.Shape[i]
+	}
+	return true
+}
+
+// ByteSize is the compact size of the tensor's data.
+func (t Tensor) ByteSize() int64 { return t.NumElements() * int64(t.DType.ElemBytes()) }
+
+// CopyCompact copies the tensor's data into dst in compact row-major order, following strides
+// (in elements, may be negative). dst must hold ByteSize() bytes. Host memory only.
+func (t Tensor) CopyCompact(dst []byte) error {
+	size := t.ByteSize()
+	if int64(len(dst)) != size {
+		return status.Errorf(status.Internal, "copy destination holds %d bytes, tensor needs %d", len(dst), size)
+	}
+	if size == 0 {
+		return nil
+	}
+	if t.Compact() {
+		copy(dst, unsafe.Slice((*byte)(t.Data), int(size)))
+		return nil
+	}
+	elem := int64(t.DType.ElemBytes())
+	idx := make([]int64, len(t.Shape))
+	inner := len(t.Shape) - 1
+	out := int64(0)
+	for {
+		off := int64(0)
+		for i := 0; i < inner; i++ {
+			off += idx[i] * t.Strides[i]
+		}
+		for j := int64(0); j < t.Shape[inner]; j++ {
+			src := unsafe.Add(t.Data, (off+j*t.Strides[inner])*elem)
+			copy(dst[out:out+elem], unsafe.Slice((*byte)(src), int(elem)))
+			out += elem
+		}
+		k := inner - 1
+		for ; k >= 0; k-- {
+			idx[k]++
+			if idx[k] < t.Shape[k] {
+				break
+			}
+			idx[k] = 0
+		}
+		if k < 0 {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,24 @@
+package pybind
+
+import (
+	"github.com/ovstage-go/ovstage/abi"
+	"github.com/ovstage-go/ovstage/core"
+	"github.com/ovstage-go/ovstage/internal/cptr"
+)
+
+// AdvanceWriteFloor enqueues a floor advance described by the ovstage_write_floor_desc_t at
+// desc (abi.WriteFloor).
+func AdvanceWriteFloor(stageID uint64, desc uintptr) (uint64, error) {
+	return withStage(stageID, func(s *core.Stage) (uint64, error) {
+		ordinal, scope, attrs, err := abi.WriteFloor(cptr.At(desc))
+		if err != nil {
+			return 0, err
+		}
+		return s.AdvanceWriteFloor(ordinal, scope, attrs)
+	})
+}
+
+// GlobalWriteFloor is the reported global floor (minimum over known attributes).
+func GlobalWriteFloor(stageID uint64) (uint64, error) {
+	return withStage(stageID, func(s *core.Stage) (uint64, error) { return s.GlobalFloor(), nil })
+}

@@ -1,0 +1,267 @@
+"""ctypes mirrors of the C API's structs: the one encoding of every request and result that
+crosses into the native extension.
+
+The Python layer builds requests in these layouts and hands their addresses to the extension,
+whose Go side decodes them with the code the C library runs (``abi/``, pybind/API.md); read
+and map groups come back in them. Each class carries the field names of its C struct
+(``include/``) and ``tests/python/test_abi_layout.py`` pins its size and offsets against
+``tests/abi/layout.json``. The DLPack structs are defined in ``_dlpack.py`` (they carry the
+public DLPack helpers) and re-exported here.
+
+Pointers that a request holds (tensor arrays, index maps, strings) point into Python objects:
+the builder of a request keeps those alive for the native call (and, for large writes, until
+the engine no longer reads them).
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from ._dlpack import (
+    DLDataType,
+    DLDevice,
+    DLManagedTensor,
+    DLManagedTensorVersioned,
+    DLPackVersion,
+    DLTensor,
+)
+
+__all__ = [
+    "AttributeMetaRaw",
+    "AttributeWrite",
+    "CudaSync",
+    "DLDataType",
+    "DLDevice",
+    "DLManagedTensor",
+    "DLManagedTensorVersioned",
+    "DLPackVersion",
+    "DLTensor",
+    "DataRaw",
+    "FilterRaw",
+    "HierarchyItemRaw",
+    "HierarchyModelDescRaw",
+    "HierarchyResultRaw",
+    "MapDesc",
+    "MapGroupRaw",
+    "OrdinalRangeRaw",
+    "OvxString",
+    "OvxStringOrToken",
+    "Placement",
+    "PredicateRaw",
+    "PrimGroupRaw",
+    "QueryResultRaw",
+    "ReadGroupRaw",
+    "WriteData",
+    "WriteFloorDesc",
+    "ovx_string",
+]
+
+
+class OvxString(ctypes.Structure):
+    """``ovx_string_t``: UTF-8 bytes and their length (no terminator needed)."""
+
+    _fields_ = [("ptr", ctypes.c_char_p), ("length", ctypes.c_size_t)]
+
+    def text(self) -> str:
+        """The string (exactly ``length`` bytes, decoded)."""
+        if not self.length:
+            return ""
+        addr = ctypes.c_void_p.from_buffer(self).value  # ``ptr``, as an address
+        return ctypes.string_at(addr, self.length).decode("utf-8")
+
+
+def ovx_string(data: bytes) -> OvxString:
+    """An ``ovx_string_t`` over ``data`` (the struct keeps ``data`` alive)."""
+    return OvxString(data, len(data))
+
+
+class OvxStringOrToken(ctypes.Structure):
+    """``ovx_string_or_token_t``: a non-zero token wins, else the string."""
+
+    _fields_ = [("token", ctypes.c_uint64), ("string", OvxString)]
+
+
+class CudaSync(ctypes.Structure):
+    """``ovstage_cuda_sync_t``."""
+
+    _fields_ = [("stream", ctypes.c_size_t), ("wait_event", ctypes.c_size_t)]
+
+
+class WriteData(ctypes.Structure):
+    """``ovstage_write_data_t``: one write's payload and sparse addressing. ``index_map`` has
+    ``count`` entries and ``mask`` (``ovstage_mask_t``, one pointer) ``ceil(count/64)`` words."""
+
+    _fields_ = [
+        ("tensors", ctypes.c_void_p),
+        ("managed_tensors", ctypes.c_void_p),
+        ("tensor_count", ctypes.c_uint32),
+        ("count", ctypes.c_uint32),
+        ("index_map", ctypes.c_void_p),
+        ("mask", ctypes.c_void_p),
+        ("cuda_sync", CudaSync),
+        ("semantic", ctypes.c_int32),
+        ("is_array", ctypes.c_bool),
+        ("attribute_mode", ctypes.c_uint32),
+    ]
+
+
+class AttributeWrite(ctypes.Structure):
+    """``ovstage_attribute_write_t``: one entry of a ``write_attributes`` batch."""
+
+    _fields_ = [("attribute", OvxStringOrToken), ("data", WriteData)]
+
+
+class Placement(ctypes.Structure):
+    """``ovstage_placement_t``: the device of a placed write."""
+
+    _fields_ = [
+        ("device", DLDevice),
+        ("stream", ctypes.c_size_t),
+        ("availability_event", ctypes.c_size_t),
+    ]
+
+
+class WriteFloorDesc(ctypes.Structure):
+    """``ovstage_write_floor_desc_t``."""
+
+    _fields_ = [
+        ("ordinal", ctypes.c_uint64),
+        ("scope", ctypes.c_int32),
+        ("attributes", ctypes.c_void_p),
+        ("attribute_count", ctypes.c_size_t),
+    ]
+
+
+class OrdinalRangeRaw(ctypes.Structure):
+    """``ovstage_ordinal_range_t``."""
+
+    _fields_ = [
+        ("start_ordinal", ctypes.c_uint64),
+        ("end_ordinal", ctypes.c_uint64),
+        ("has_start_ordinal", ctypes.c_bool),
+    ]
+
+
+class PredicateRaw(ctypes.Structure):
+    """``ovstage_predicate_t``: ``values`` is an ``ovx_string_t[value_count]``."""
+
+    _fields_ = [
+        ("attribute", OvxStringOrToken),
+        ("op", ctypes.c_int32),
+        ("values", ctypes.c_void_p),
+        ("value_count", ctypes.c_size_t),
+    ]
+
+
+class FilterRaw(ctypes.Structure):
+    """``ovstage_filter_t``."""
+
+    _fields_ = [("predicates", ctypes.c_void_p), ("count", ctypes.c_size_t)]
+
+
+class MapDesc(ctypes.Structure):
+    """``ovstage_map_desc_t`` (``dtype.bits`` 0: the attribute's existing schema)."""
+
+    _fields_ = [
+        ("attribute", OvxStringOrToken),
+        ("dtype", DLDataType),
+        ("semantic", ctypes.c_int32),
+        ("prim_mode", ctypes.c_int32),
+        ("attribute_mode", ctypes.c_uint32),
+    ]
+
+
+class DataRaw(ctypes.Structure):
+    """``ovstage_data_t``: the tensors of a read or map group."""
+
+    _fields_ = [
+        ("tensors", ctypes.POINTER(DLTensor)),
+        ("tensor_count", ctypes.c_uint32),
+        ("count", ctypes.c_uint32),
+        ("index_map", ctypes.POINTER(ctypes.c_uint32)),
+        ("mask", ctypes.POINTER(ctypes.c_uint64)),
+        ("cuda_sync", CudaSync),
+    ]
+
+
+class PrimGroupRaw(ctypes.Structure):
+    """``ovstage_prim_group_t``."""
+
+    _fields_ = [
+        ("list", ctypes.c_uint64),
+        ("offset", ctypes.c_uint32),
+        ("count", ctypes.c_uint32),
+        ("index_map", ctypes.POINTER(ctypes.c_uint32)),
+    ]
+
+
+class AttributeMetaRaw(ctypes.Structure):
+    """``ovstage_attribute_meta_t``."""
+
+    _fields_ = [
+        ("attribute_write_floor_ordinal", ctypes.c_uint64),
+        ("layout_generation", ctypes.c_uint64),
+    ]
+
+
+class ReadGroupRaw(ctypes.Structure):
+    """``ovstage_read_group_t``."""
+
+    _fields_ = [
+        ("read_group_id", ctypes.c_uint64),
+        ("attribute", ctypes.c_uint64),
+        ("ordinal", ctypes.c_uint64),
+        ("is_delete", ctypes.c_bool),
+        ("is_array", ctypes.c_bool),
+        ("semantic", ctypes.c_int32),
+        ("prims", PrimGroupRaw),
+        ("data", DataRaw),
+        ("meta", AttributeMetaRaw),
+    ]
+
+
+class MapGroupRaw(ctypes.Structure):
+    """``ovstage_map_group_t``."""
+
+    _fields_ = [("prims", PrimGroupRaw), ("data", DataRaw), ("meta", AttributeMetaRaw)]
+
+
+class QueryResultRaw(ctypes.Structure):
+    """``ovstage_query_result_t``."""
+
+    _fields_ = [
+        ("query_result_id", ctypes.c_uint64),
+        ("attributes", ctypes.POINTER(ctypes.c_uint64)),
+        ("attribute_count", ctypes.c_size_t),
+        ("all_handle", ctypes.c_uint64),
+        ("total_prim_count", ctypes.c_size_t),
+    ]
+
+
+class HierarchyItemRaw(ctypes.Structure):
+    """``ovstage_hierarchy_item_t``: the related paths of one input path."""
+
+    _fields_ = [
+        ("status", ctypes.c_int32),
+        ("path_offset", ctypes.c_size_t),
+        ("path_count", ctypes.c_size_t),
+    ]
+
+
+class HierarchyResultRaw(ctypes.Structure):
+    """``ovstage_hierarchy_result_t``: ``items[input_count]`` index into ``paths[path_count]``."""
+
+    _fields_ = [
+        ("hierarchy_result_id", ctypes.c_uint64),
+        ("ordinal", ctypes.c_uint64),
+        ("items", ctypes.POINTER(HierarchyItemRaw)),
+        ("input_count", ctypes.c_size_t),
+        ("paths", ctypes.POINTER(OvxStringOrToken)),
+        ("path_count", ctypes.c_size_t),
+    ]
+
+
+class HierarchyModelDescRaw(ctypes.Structure):
+    """``ovstage_hierarchy_computation_model_desc_t``."""
+
+    _fields_ = [("model_id", ctypes.c_int32), ("name", OvxString), ("description", OvxString)]
