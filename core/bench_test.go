@@ -69,3 +69,82 @@ func BenchmarkWriteEnqueue1000Prims(b *testing.B) {
 		}
 	}
 }
+
+// benchLatestRead reads attr through query at latest(end) and releases everything, b.N times.
+func benchLatestRead(b *testing.B, f *fixture, query, end uint64) {
+	b.Helper()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h, op, err := f.s.ReadAttributes(query, []uint64{f.attr}, OrdinalRange{End: end})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = f.s.ReleaseOp(op)
+		for {
+			g, err := f.s.FetchReadNext(h, TimeoutInfinite)
+			if err != nil {
+				break
+			}
+			_ = f.s.ReleaseGroup(g.ID)
+		}
+		rel, err := f.s.ReleaseRead(h)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = f.s.WaitOp(rel, TimeoutInfinite)
+		_ = f.s.ReleaseOp(rel)
+	}
+}
+
+// benchWrite writes vals through f's query at ordinal and waits.
+func benchWrite(b *testing.B, f *fixture, ordinal uint64, vals []float32) {
+	b.Helper()
+	op, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: ordinal,
+		Tensors: []tensor.Tensor{f32Tensor(vals)}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.wait(op)
+}
+
+// BenchmarkLatestRead1000Prims is a snapshot read at the floor of a sealed 1,000-prim float32
+// column through the query that wrote it (one dense group), fetched and released.
+func BenchmarkLatestRead1000Prims(b *testing.B) {
+	f, vals := benchFixture(b)
+	benchWrite(b, f, 1, vals)
+	f.seal(1)
+	benchLatestRead(b, f, f.query, 1)
+}
+
+// BenchmarkLatestReadProducerAhead1000Prims is the same read while the producer has already
+// written the next ordinal (not sealed yet).
+func BenchmarkLatestReadProducerAhead1000Prims(b *testing.B) {
+	f, vals := benchFixture(b)
+	benchWrite(b, f, 1, vals)
+	f.seal(1)
+	benchWrite(b, f, 2, vals)
+	benchLatestRead(b, f, f.query, 1)
+}
+
+// BenchmarkLatestReadSparse500Of1000Prims reads every other prim of the column (a sparse
+// group with a data index map).
+func BenchmarkLatestReadSparse500Of1000Prims(b *testing.B) {
+	f, vals := benchFixture(b)
+	benchWrite(b, f, 1, vals)
+	f.seal(1)
+	paths := make([]string, 0, 500)
+	for i := 0; i < 1000; i += 2 {
+		paths = append(paths, fmt.Sprintf("/bench/p%d", i))
+	}
+	list, err := f.s.Dictionary().CreateListFromStrings(paths)
+	if err != nil {
+		b.Fatal(err)
+	}
+	q, err := f.s.QueryFromPathList(list)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, _ = f.s.Dictionary().Release(list)
+	benchLatestRead(b, f, q, 1)
+}

@@ -3,12 +3,14 @@ package core
 // The reference model of the randomized model-based test (model_driver_test.go runs it): a
 // tiny, engine-independent account of ordinals, write floors (ALL/INCLUDE/EXCLUDE), prims,
 // columns per (attribute, schema), deletes and tombstones, map commits and clones, and of what
-// latest reads (sealed-snapshot semantics) and range reads (change membership) may return.
+// snapshot reads (latest(N): the state at N) and range reads (change membership) may return,
+// under our read admission and under reference parity.
 // tests/python/model.py is the same model in Python, with the reasoning spelled out.
 
 import (
 	"slices"
 
+	"github.com/ovstage-go/ovstage/core/column"
 	"github.com/ovstage-go/ovstage/core/status"
 	"github.com/ovstage-go/ovstage/core/tensor"
 )
@@ -580,46 +582,42 @@ const (
 func outValue(v string) string      { return "value:" + v }
 func outError(c status.Code) string { return "error:" + c.String() }
 
-type mSpan struct{ start, end uint64 }
+// mSpan is what a read asks for: the snapshot at end, or (isRange) the changes in
+// [start, end]. end = column.Current asks for current values.
+type mSpan struct {
+	start, end uint64
+	isRange    bool
+}
 
-// keyOutcome is the outcome of a key when exactly applied of its changes were applied.
-func keyOutcome(applied []mChange, floor uint64, span *mSpan) string {
-	hasRow := false
+// keyOutcome is the outcome of a key when exactly applied of its changes were applied, under
+// the read admission rules (ours, or parity: as the reference). A key is selected when it has
+// a row (snapshot) or a change in the range. Then: an unsealed selected change at or before
+// the end is WRITE_FLOOR_VIOLATION; else a change after the end (ours: a sealed one; never
+// for current values) is OUT_OF_RANGE; else the sealed state, which is the state at the end.
+func keyOutcome(applied []mChange, floor uint64, span mSpan, parity bool) string {
+	hasRow, inRange, unsealedIn, after := false, false, false, false
 	var sealed []mChange
 	for _, c := range applied {
 		hasRow = hasRow || !c.tomb
 		if c.ordinal <= floor {
 			sealed = append(sealed, c)
 		}
-	}
-	if !hasRow {
-		return outAbsent
-	}
-	top, anySealed := newest(sealed)
-	if span == nil {
-		switch {
-		case !anySealed:
-			return outError(status.WriteFloorViolation)
-		case top.tomb:
-			return outAbsent
-		}
-		return outValue(top.value)
-	}
-	inRange, above, after := false, false, false
-	for _, c := range applied {
 		if c.ordinal >= span.start && c.ordinal <= span.end {
 			inRange = true
-			above = above || c.ordinal > floor
+			unsealedIn = unsealedIn || c.ordinal > floor
 		}
-		after = after || c.ordinal > span.end
+		after = after || (span.end != column.Current && c.ordinal > span.end && (parity || c.ordinal <= floor))
 	}
+	top, anySealed := newest(sealed)
 	switch {
-	case !inRange:
+	case !hasRow || (span.isRange && !inRange):
 		return outAbsent
-	case above:
+	case unsealedIn:
 		return outError(status.WriteFloorViolation)
 	case after:
 		return outError(status.OutOfRange)
+	case !anySealed || (top.tomb && !span.isRange):
+		return outAbsent
 	case top.tomb:
 		return outTomb
 	}
@@ -629,7 +627,7 @@ func keyOutcome(applied []mChange, floor uint64, span *mSpan) string {
 // keyOutcomes enumerates the outcomes over every subset of the key's unfinished changes above
 // the floor (those at or below it are applied before the read runs: it waits for the advances,
 // which wait for them).
-func (m *goModel) keyOutcomes(k mKey, floor uint64, span *mSpan) map[string]bool {
+func (m *goModel) keyOutcomes(k mKey, floor uint64, span mSpan, parity bool) map[string]bool {
 	var certain, maybe []mChange
 	for _, c := range m.hist[k] {
 		if m.applied(c) || c.ordinal <= floor {
@@ -646,7 +644,7 @@ func (m *goModel) keyOutcomes(k mKey, floor uint64, span *mSpan) map[string]bool
 				subset = append(subset, c)
 			}
 		}
-		out[keyOutcome(subset, floor, span)] = true
+		out[keyOutcome(subset, floor, span, parity)] = true
 	}
 	return out
 }
@@ -668,40 +666,65 @@ func (m *goModel) uncertainChanges(paths, attrs []uint64) int {
 	return most
 }
 
-// mColumn names one column: an attribute's storage schema.
-type mColumn struct {
-	attr uint64
-	dt   tensor.DType
-}
-
 type readExpectation struct {
-	outcomes      map[mKey]map[string]bool
-	groupOrdinals map[mColumn]uint64 // a column's newest sealed change (a group's ordinal)
-	floors        map[uint64]uint64
+	attrs    []uint64 // in request order
+	outcomes map[mKey]map[string]bool
+	// sealedTop is each selected key's newest sealed change: a group's ordinal is the newest
+	// of its keys'.
+	sealedTop map[mKey]uint64
+	floors    map[uint64]uint64
 }
 
-func (m *goModel) expectRead(paths, attrs []uint64, span *mSpan) readExpectation {
-	exp := readExpectation{outcomes: map[mKey]map[string]bool{}, groupOrdinals: map[mColumn]uint64{},
+func (m *goModel) expectRead(paths, attrs []uint64, span mSpan, parity bool) readExpectation {
+	exp := readExpectation{attrs: attrs, outcomes: map[mKey]map[string]bool{}, sealedTop: map[mKey]uint64{},
 		floors: map[uint64]uint64{}}
 	for _, a := range attrs {
 		floor := m.effective(a)
 		exp.floors[a] = floor
 		for k, changes := range m.hist {
-			if k.attr != a {
+			if k.attr != a || !slices.Contains(paths, k.prim) {
 				continue
 			}
+			exp.outcomes[k] = m.keyOutcomes(k, floor, span, parity)
+			var sealed []mChange
 			for _, c := range changes {
 				if c.ordinal <= floor {
-					col := mColumn{a, k.dt}
-					exp.groupOrdinals[col] = max(exp.groupOrdinals[col], c.ordinal)
+					sealed = append(sealed, c)
 				}
 			}
-			if slices.Contains(paths, k.prim) {
-				exp.outcomes[k] = m.keyOutcomes(k, floor, span)
+			if top, ok := newest(sealed); ok {
+				exp.sealedTop[k] = top.ordinal
 			}
 		}
 	}
 	return exp
+}
+
+// failure is the read's outcome when every selected key's outcome is certain: the first
+// attribute (in request order) with a failing key fails the read, WRITE_FLOOR_VIOLATION before
+// OUT_OF_RANGE; "" for success. decided is false while some key's outcome is uncertain.
+func (exp readExpectation) failure() (code string, decided bool) {
+	for _, options := range exp.outcomes {
+		if len(options) != 1 {
+			return "", false
+		}
+	}
+	for _, a := range exp.attrs {
+		wfv, oor := false, false
+		for k, options := range exp.outcomes {
+			if k.attr == a {
+				wfv = wfv || options[outError(status.WriteFloorViolation)]
+				oor = oor || options[outError(status.OutOfRange)]
+			}
+		}
+		switch {
+		case wfv:
+			return outError(status.WriteFloorViolation), true
+		case oor:
+			return outError(status.OutOfRange), true
+		}
+	}
+	return "", true
 }
 
 // check compares what a read returned (values by key, tombstone groups by cell: a tombstone

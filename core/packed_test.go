@@ -30,15 +30,15 @@ func TestPackedArrayRowsAreNotMaterialized(t *testing.T) {
 	f.seal(1)
 	tok, err := f.s.Dictionary().InternToken("packed")
 	require.NoError(t, err)
-	require.Equal(t, [][]float32{{}, {}}, readArrays(t, f, tok), "two empty rows")
+	require.Equal(t, [][]float32{{}, {}}, readArrays(t, f, tok, 1), "two empty rows")
 	f.seal(2)
-	require.Equal(t, [][]float32{{4, 5, 6}, {1, 2, 3}}, readArrays(t, f, tok))
+	require.Equal(t, [][]float32{{4, 5, 6}, {1, 2, 3}}, readArrays(t, f, tok, 2))
 }
 
-// readArrays returns each prim's float32 array (in query order) from a latest read.
-func readArrays(t *testing.T, f *fixture, attr uint64) [][]float32 {
+// readArrays returns each prim's float32 array (in query order) from the snapshot at end.
+func readArrays(t *testing.T, f *fixture, attr, end uint64) [][]float32 {
 	t.Helper()
-	h, op, err := f.s.ReadAttributes(f.query, []uint64{attr}, OrdinalRange{End: 100})
+	h, op, err := f.s.ReadAttributes(f.query, []uint64{attr}, OrdinalRange{End: end})
 	require.NoError(t, err)
 	f.wait(op)
 	g, err := f.s.FetchReadNext(h, TimeoutInfinite)

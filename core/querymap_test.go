@@ -163,7 +163,7 @@ func TestMapStartsWithCurrentValuesAndCommitsAtItsOrdinal(t *testing.T) {
 	f.wait(un)
 	_, err = f.s.FetchMapNext(h, 0)
 	assert.Equal(t, status.InvalidHandle, status.CodeOf(err))
-	got, err := f.readAll()
+	got, err := f.readAt(1)
 	require.NoError(t, err)
 	assert.Equal(t, [][]float32{{1, 2, 3}}, got, "not sealed yet")
 	f.seal(2)

@@ -103,7 +103,8 @@ func (r *Read) releaseUnfetched() {
 	r.groups, r.next = nil, 0
 }
 
-// OrdinalRange selects what a read returns (spec §3.6).
+// OrdinalRange selects what a read returns: without a start, the snapshot at End (End =
+// column.Current: current values); with one, the changes in [Start, End].
 type OrdinalRange struct {
 	Start, End uint64
 	HasStart   bool
@@ -111,7 +112,8 @@ type OrdinalRange struct {
 
 // ReadAttributes enqueues a read of attrs over the query's prims. A read sees the floors asked
 // for by advances enqueued before it. When nothing it depends on is pending, it runs on the
-// caller's thread, so admission failures come back in the enqueue result (spec §1.10).
+// caller's thread, so admission failures come back in the enqueue result (op id 0, handle 0);
+// otherwise the fetch returns them once the read ran.
 func (s *Stage) ReadAttributes(qh uint64, attrs []uint64, rng OrdinalRange) (uint64, uint64, error) {
 	if rng.HasStart && rng.Start > rng.End {
 		return 0, 0, status.Errorf(status.InvalidArgument, "ordinal range start %d is after end %d", rng.Start, rng.End)
@@ -165,8 +167,8 @@ func (s *Stage) ReadAttributes(qh uint64, attrs []uint64, rng OrdinalRange) (uin
 	return r.Handle, r.Op.ID, nil
 }
 
-// collectGroupsLocked builds the groups of a read: per attribute and column, the selected
-// keys' values (and, for range reads, tombstones). On failure nothing is held.
+// collectGroupsLocked builds the groups of a read, attribute by attribute in request order,
+// failing with the first attribute that fails admission. On failure nothing is held.
 func (s *Stage) collectGroupsLocked(q *Query, attrs []uint64, rng OrdinalRange) ([]*Group, error) {
 	injectFault(faultReadCollect)
 	var groups []*Group
@@ -178,13 +180,15 @@ func (s *Stage) collectGroupsLocked(q *Query, attrs []uint64, rng OrdinalRange) 
 		)
 		switch {
 		case isDerived(name):
-			if !rng.HasStart { // derived built-ins keep no change stream: ranges select nothing
+			// Derived built-ins show the current committed state at any ordinal, never
+			// floor-gated; they keep no change stream, so ranges select nothing.
+			if !rng.HasStart {
 				gs, err = s.derivedGroupsLocked(q, a, name, rng.End)
 			}
 		case rng.HasStart:
-			gs, err = s.rangeGroupsLocked(q, a, name, rng)
+			gs, err = s.rangeGroupsLocked(q, a, name, s.bounds(rng))
 		default:
-			gs, err = s.latestGroupsLocked(q, a, name)
+			gs, err = s.snapshotGroupsLocked(q, a, name, s.bounds(rng))
 		}
 		groups = append(groups, gs...)
 		if err != nil {
@@ -197,21 +201,50 @@ func (s *Stage) collectGroupsLocked(q *Query, attrs []uint64, rng OrdinalRange) 
 	return groups, nil
 }
 
+// bounds is what a read asks of each column, under the stage's read admission.
+func (s *Stage) bounds(rng OrdinalRange) column.Bounds {
+	return column.Bounds{Start: rng.Start, End: rng.End, Admission: s.readAdmission}
+}
+
 func (s *Stage) describer(name string) func(uint64) string {
 	return func(p uint64) string { return "prim " + s.pathName(p) + " attribute \"" + name + "\"" }
 }
 
-func (s *Stage) latestGroupsLocked(q *Query, a uint64, name string) ([]*Group, error) {
+// admission keeps the first failure of each kind over an attribute's columns: an unsealed
+// selected change (WRITE_FLOOR_VIOLATION) wins over a change after the end (OUT_OF_RANGE).
+type admission struct{ unsealed, later error }
+
+func (v *admission) add(err error) {
+	if status.CodeOf(err) == status.WriteFloorViolation {
+		if v.unsealed == nil {
+			v.unsealed = err
+		}
+	} else if v.later == nil {
+		v.later = err
+	}
+}
+
+func (v *admission) err() error {
+	if v.unsealed != nil {
+		return v.unsealed
+	}
+	return v.later
+}
+
+// snapshotGroupsLocked returns attribute a at b.End: one group per column with returned keys.
+func (s *Stage) snapshotGroupsLocked(q *Query, a uint64, name string, b column.Bounds) ([]*Group, error) {
 	var groups []*Group
+	var failed admission
 	for _, c := range s.columns[a] {
-		sel := c.Select(q.Paths, q.selections[c])
+		sel, snap, err := c.ReadSnapshot(q.Paths, q.selections[c], b, s.describer(name))
 		q.selections[c] = sel
-		if sel.Count == 0 {
+		if err != nil {
+			failed.add(err)
 			continue
 		}
-		snap, err := c.Snapshot(sel, s.describer(name))
-		if err != nil {
-			return groups, err
+		if sel.Count == 0 || failed.err() != nil {
+			snap.Release()
+			continue
 		}
 		g, err := s.valueGroupLocked(q, a, c, sel.QueryIdx, sel.Count, snap, sel.Rows)
 		if err != nil {
@@ -219,16 +252,25 @@ func (s *Stage) latestGroupsLocked(q *Query, a uint64, name string) ([]*Group, e
 		}
 		groups = append(groups, g)
 	}
-	return groups, nil
+	return groups, failed.err()
 }
 
-func (s *Stage) rangeGroupsLocked(q *Query, a uint64, name string, rng OrdinalRange) ([]*Group, error) {
+// rangeGroupsLocked returns the keys of attribute a that changed in [b.Start, b.End]: per
+// column a value group and a tombstone group.
+func (s *Stage) rangeGroupsLocked(q *Query, a uint64, name string, b column.Bounds) ([]*Group, error) {
 	var groups []*Group
-	floor := s.floors.effective(a)
+	var failed admission
 	for _, c := range s.columns[a] {
-		sel, err := c.SelectRange(q.Paths, rng.Start, rng.End, floor, s.describer(name))
+		sel, err := c.SelectRange(q.Paths, b, s.describer(name))
 		if err != nil {
-			return groups, err
+			failed.add(err)
+			continue
+		}
+		if failed.err() != nil {
+			if len(sel.ValueRows) > 0 {
+				sel.Values.Release()
+			}
+			continue
 		}
 		if len(sel.ValueRows) > 0 {
 			g, err := s.valueGroupLocked(q, a, c, sel.ValueQueryIdx, len(sel.ValueRows), sel.Values, sel.ValueRows)
@@ -238,7 +280,7 @@ func (s *Stage) rangeGroupsLocked(q *Query, a uint64, name string, rng OrdinalRa
 			groups = append(groups, g)
 		}
 		if len(sel.TombQueryIdx) > 0 {
-			g, err := s.newGroupLocked(q, a, c.SealedOrdinal(), sel.TombQueryIdx)
+			g, err := s.newGroupLocked(q, a, sel.TombOrdinal, sel.TombQueryIdx)
 			if err != nil {
 				return groups, err
 			}
@@ -247,7 +289,7 @@ func (s *Stage) rangeGroupsLocked(q *Query, a uint64, name string, rng OrdinalRa
 			groups = append(groups, g)
 		}
 	}
-	return groups, nil
+	return groups, failed.err()
 }
 
 // newGroupLocked starts a group over the query's prims queryIdx (nil: all of them, in order),

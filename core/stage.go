@@ -58,6 +58,7 @@ type Stage struct {
 	primsRemoved atomic.Bool
 	// columns: every column of each attribute name (one per storage schema, usually one).
 	columns        map[uint64][]*column.Column
+	readAdmission  column.Admission
 	floors         floors // applied floors
 	requested      floors // floors asked for by enqueued advances (admission at enqueue)
 	queries        map[uint64]*Query
@@ -80,6 +81,10 @@ type Stage struct {
 type Config struct {
 	// Workers bounds parallel op execution (<= 0: GOMAXPROCS).
 	Workers int
+	// ReadAdmission is how reads answer when a selected key changed after the requested end:
+	// column.ServeSealed (default: the sealed state at the end, unless a sealed change came
+	// after it) or column.ReferenceParity (OUT_OF_RANGE, as the reference).
+	ReadAdmission column.Admission
 }
 
 // NewStage creates a stage and registers it.
@@ -88,8 +93,8 @@ func NewStage(name string, cfg Config) *Stage {
 		ID: newHandle(), Name: name, dict: pathdict.Global(), pool: sched.NewPool(cfg.Workers),
 		ops: map[uint64]*sched.Op{}, sameOrdinalTail: map[uint64]*sched.Op{},
 		pendingMutations: map[*sched.Op]*stageOp{}, pendingAdvances: map[*sched.Op]uint64{},
-		columns: map[uint64][]*column.Column{},
-		floors:  newFloors(), requested: newFloors(),
+		columns: map[uint64][]*column.Column{}, readAdmission: cfg.ReadAdmission,
+		floors: newFloors(), requested: newFloors(),
 		queries: map[uint64]*Query{}, reads: map[uint64]*Read{}, groups: map[uint64]*Group{},
 		ordinalQueries: map[uint64]*OrdinalQuery{}, maps: map[uint64]*Map{},
 		closing: make(chan struct{}),

@@ -29,7 +29,13 @@ type fixture struct {
 
 func newFixture(t testing.TB, paths ...string) *fixture {
 	t.Helper()
-	s := NewStage("test", Config{})
+	return newFixtureConfig(t, Config{}, paths...)
+}
+
+// newFixtureConfig is newFixture on a stage made with cfg.
+func newFixtureConfig(t testing.TB, cfg Config, paths ...string) *fixture {
+	t.Helper()
+	s := NewStage("test", cfg)
 	t.Cleanup(s.Destroy)
 	if len(paths) == 0 {
 		paths = []string{"/World/A", "/World/B", "/World/C"}
@@ -65,9 +71,13 @@ func (f *fixture) seal(ordinal uint64) {
 	f.wait(op)
 }
 
-// readAll returns the float32 values per group (in prim order) of a latest read.
-func (f *fixture) readAll() ([][]float32, error) {
-	h, op, err := f.s.ReadAttributes(f.query, []uint64{f.attr}, OrdinalRange{End: 100})
+// readAll returns the float32 values per group (in prim order) of a snapshot read at 100
+// (every test's ordinals are below it).
+func (f *fixture) readAll() ([][]float32, error) { return f.readAt(100) }
+
+// readAt returns the float32 values per group (in prim order) of the snapshot at end.
+func (f *fixture) readAt(end uint64) ([][]float32, error) {
+	h, op, err := f.s.ReadAttributes(f.query, []uint64{f.attr}, OrdinalRange{End: end})
 	if err != nil {
 		return nil, err
 	}
@@ -159,9 +169,11 @@ func TestSealedValueServedWhileProducerRunsAhead(t *testing.T) {
 	f.seal(1)
 	op, _ = f.write(2, []float32{7, 8, 9})
 	f.wait(op)
-	got, err := f.readAll()
+	got, err := f.readAt(1)
 	require.NoError(t, err)
 	assert.Equal(t, [][]float32{{1, 2, 3}}, got, "the sealed version, not the unsealed one")
+	_, err = f.readAt(2)
+	assert.Equal(t, status.WriteFloorViolation, status.CodeOf(err), "the state at 2 is not sealed yet")
 }
 
 func TestRowCountMustMatchQuery(t *testing.T) {

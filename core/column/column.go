@@ -107,12 +107,19 @@ type Column struct {
 	arrays []arrayRow
 
 	pending []*Delta
+	// records are the retained changes, sealed and pending, in (ordinal, seq) order.
 	records []record
-	// frontier: records at or above it are exact (older ones were dropped).
+	// frontier: records at or above it are exact (older ones were dropped into dropped).
 	frontier  uint64
 	retention int
-	// sealedOrdinal is the latest sealed change, reported as a read group's ordinal (spec §1.9).
+	dropped   coalesced
+	// foldedTo is the highest floor folded in: changes at or below it are sealed, changes
+	// above it are the pending deltas (admission never stages a change at or below a floor).
+	foldedTo uint64
+	// sealedOrdinal is the newest sealed change of any row.
 	sealedOrdinal uint64
+	// sealGen counts the folds that changed sealed state (cached group ordinals use it).
+	sealGen uint64
 
 	// lastPrims/lastRows memoize the row lookup of the previous Stage call: repeated writes
 	// through one query pass the same prims slice, so they skip a map lookup per prim.
@@ -275,8 +282,11 @@ func (c *Column) pruneRecords(floor uint64) {
 		return
 	}
 	// Records are exact from the next retained ordinal on; a coalesced key keeps its latest
-	// state (the sealed version) but loses older membership.
+	// state (the sealed version) and its latest dropped change, but loses older membership.
 	c.frontier = max(c.frontier, c.records[n-1].ordinal+1)
+	for _, rec := range c.records[:n] {
+		c.dropped.drop(rec, c.rows.len())
+	}
 	kept := copy(c.records, c.records[n:])
 	clear(c.records[kept:])
 	c.records = c.records[:kept]
@@ -286,6 +296,7 @@ func (c *Column) pruneRecords(floor uint64) {
 func (c *Column) Seal(floor uint64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.foldedTo = max(c.foldedTo, floor)
 	n := 0
 	for n < len(c.pending) && c.pending[n].Ordinal <= floor {
 		n++
@@ -293,6 +304,7 @@ func (c *Column) Seal(floor uint64) error {
 	if n == 0 {
 		return nil
 	}
+	c.sealGen++
 	fold := c.pending[:n:n]
 	c.pending = append([]*Delta(nil), c.pending[n:]...)
 	defer func() {
@@ -322,12 +334,9 @@ func (c *Column) Seal(floor uint64) error {
 }
 
 func (c *Column) markSealed(r int32, d *Delta) {
-	k := c.keys.get(r)
-	// Latest reads return visible keys and select keys with no sealed version (to refuse
-	// them); a change of either invalidates cached selections. A key whose first sealed
-	// version is a tombstone stays invisible but leaves the selection.
-	selected := !(k.hasSealed && k.deleted)
-	if k.visible() == d.Tombstone || selected == d.Tombstone {
+	// Latest reads return the visible keys: a change of visibility invalidates cached
+	// selections.
+	if c.keys.get(r).visible() == d.Tombstone {
 		c.layout++
 	}
 	c.keys.set(r, key{hasSealed: true, deleted: d.Tombstone})

@@ -39,15 +39,30 @@ func values(s Snapshot, sel *Selection) []float32 {
 
 func describe(uint64) string { return "prim" }
 
-func latest(t *testing.T, c *Column, prims []uint64) ([]float32, error) {
-	sel := c.Select(prims, nil)
-	s, err := c.Snapshot(sel, describe)
+// snapshot reads prims at end (ServeSealed) without a cached selection.
+func snapshot(c *Column, prims []uint64, end uint64) (*Selection, Snapshot, error) {
+	return c.ReadSnapshot(prims, nil, Bounds{End: end}, describe)
+}
+
+// latestAt returns prims' values at end.
+func latestAt(c *Column, prims []uint64, end uint64) ([]float32, error) {
+	sel, s, err := snapshot(c, prims, end)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Release()
+	if sel.Count == 0 {
+		return nil, nil
+	}
 	return values(s, sel), nil
 }
+
+// latest returns prims' current values.
+func latest(_ *testing.T, c *Column, prims []uint64) ([]float32, error) {
+	return latestAt(c, prims, Current)
+}
+
+func rangeOf(start, end uint64) Bounds { return Bounds{Start: start, End: end} }
 
 func TestUnsealedKeyHasNoSnapshotUntilSealed(t *testing.T) {
 	c, err := New(1, f32)
@@ -62,7 +77,9 @@ func TestUnsealedKeyHasNoSnapshotUntilSealed(t *testing.T) {
 	got, err := latest(t, c, prims)
 	require.NoError(t, err)
 	assert.Equal(t, []float32{1, 2, 3}, got)
-	sel := c.Select(prims, nil)
+	sel, snap, err := snapshot(c, prims, 1)
+	require.NoError(t, err)
+	snap.Release()
 	assert.True(t, sel.IdentityRows)
 	assert.Nil(t, sel.QueryIdx)
 }
@@ -74,7 +91,7 @@ func TestSealedVersionVisibleWhileNewerChangeIsPending(t *testing.T) {
 	write(c, 1, 1, prims, nil, payload(t, 1, 2))
 	require.NoError(t, c.Seal(1))
 	write(c, 2, 2, prims, nil, payload(t, 5, 6))
-	got, err := latest(t, c, prims)
+	got, err := latestAt(c, prims, 1)
 	require.NoError(t, err)
 	assert.Equal(t, []float32{1, 2}, got)
 	require.NoError(t, c.Seal(2))
@@ -94,7 +111,10 @@ func TestFoldAppliesOrdinalOrderNotArrivalOrder(t *testing.T) {
 	got, err := latest(t, c, prims)
 	require.NoError(t, err)
 	assert.Equal(t, []float32{50}, got)
-	assert.Equal(t, uint64(5), c.SealedOrdinal())
+	_, snap, err := snapshot(c, prims, Current)
+	require.NoError(t, err)
+	snap.Release()
+	assert.Equal(t, uint64(5), snap.Ordinal, "the group ordinal is the newest sealed change")
 }
 
 func TestCopyOnWriteKeepsReaderSnapshot(t *testing.T) {
@@ -103,13 +123,12 @@ func TestCopyOnWriteKeepsReaderSnapshot(t *testing.T) {
 	prims := []uint64{10, 11}
 	write(c, 1, 1, prims, nil, payload(t, 1, 2))
 	require.NoError(t, c.Seal(1))
-	sel := c.Select(prims, nil)
-	old, err := c.Snapshot(sel, describe)
+	sel, old, err := snapshot(c, prims, Current)
 	require.NoError(t, err)
 	write(c, 2, 2, []uint64{11}, nil, payload(t, 9)) // partial: folded by row copy
 	require.NoError(t, c.Seal(2))
 	assert.Equal(t, []float32{1, 2}, values(old, sel))
-	cur, err := c.Snapshot(sel, describe)
+	sel, cur, err := c.ReadSnapshot(prims, sel, Bounds{End: Current}, describe)
 	require.NoError(t, err)
 	assert.Equal(t, []float32{1, 9}, values(cur, sel))
 	assert.NotEqual(t, old.Views[0].Buffer.Data(), cur.Views[0].Buffer.Data())
@@ -125,7 +144,7 @@ func TestWholeColumnDeltaIsSwappedIn(t *testing.T) {
 	addr := p.Data()
 	write(c, 1, 1, prims, nil, p)
 	require.NoError(t, c.Seal(1))
-	s, err := c.Snapshot(c.Select(prims, nil), describe)
+	_, s, err := snapshot(c, prims, Current)
 	require.NoError(t, err)
 	defer s.Release()
 	assert.Equal(t, addr, s.Views[0].Buffer.Data(), "whole-column delta becomes the sealed buffer")
@@ -136,13 +155,21 @@ func TestSelectionSparseAndReordered(t *testing.T) {
 	defer c.Close()
 	write(c, 1, 1, []uint64{10, 11}, nil, payload(t, 1, 2))
 	require.NoError(t, c.Seal(1))
-	sel := c.Select([]uint64{99, 11, 10}, nil)
+	q := []uint64{99, 11, 10}
+	sel, snap, err := snapshot(c, q, Current)
+	require.NoError(t, err)
+	snap.Release()
 	assert.Equal(t, []uint32{1, 2}, sel.QueryIdx)
 	assert.Equal(t, []int32{1, 0}, sel.Rows)
 	assert.False(t, sel.IdentityRows)
-	assert.Same(t, sel, c.Select([]uint64{99, 11, 10}, sel), "unchanged layout reuses the selection")
+	again, snap, err := c.ReadSnapshot(q, sel, Bounds{End: Current}, describe)
+	require.NoError(t, err)
+	snap.Release()
+	assert.Same(t, sel, again, "unchanged layout reuses the selection")
 	write(c, 2, 2, []uint64{99}, nil, payload(t, 3))
-	assert.NotSame(t, sel, c.Select([]uint64{99, 11, 10}, sel), "a new row invalidates it")
+	again, _, err = c.ReadSnapshot(q, sel, Bounds{End: 1}, describe)
+	require.NoError(t, err, "the new row's change (at 2) comes after 1 and is not sealed")
+	assert.NotSame(t, sel, again, "a new row invalidates it")
 }
 
 func TestSrcIndexGather(t *testing.T) {
@@ -165,11 +192,13 @@ func TestTombstoneHidesKeyOnceSealedAndWriteRevivesIt(t *testing.T) {
 	c.Stage([]uint64{2, 77}, &Delta{Ordinal: 2, Seq: 2, Tombstone: true})
 	assert.False(t, c.Live(2), "committed state: deleted")
 	assert.Equal(t, []uint64{1}, c.LivePrims())
-	got, err := latest(t, c, prims)
+	got, err := latestAt(c, prims, 1)
 	require.NoError(t, err)
-	assert.Equal(t, []float32{1, 2}, got, "the sealed snapshot still has it")
+	assert.Equal(t, []float32{1, 2}, got, "the sealed snapshot at 1 still has it")
 	require.NoError(t, c.Seal(2))
-	sel := c.Select(prims, nil)
+	sel, snap, err := snapshot(c, prims, Current)
+	require.NoError(t, err)
+	snap.Release()
 	assert.Equal(t, []uint32{0}, sel.QueryIdx)
 	assert.Equal(t, 2, c.RowCount(), "a tombstone never creates rows")
 
@@ -190,22 +219,22 @@ func TestRangeSelectionMembershipAndErrors(t *testing.T) {
 	require.NoError(t, c.Seal(4))
 	q := []uint64{a, b, d}
 
-	sel, err := c.SelectRange(q, 2, 4, 4, describe)
+	sel, err := c.SelectRange(q, rangeOf(2, 4), describe)
 	require.NoError(t, err)
 	assert.Equal(t, []uint32{1}, sel.ValueQueryIdx)
 	assert.Equal(t, []uint32{2}, sel.TombQueryIdx)
 	sel.Values.Release()
 
-	sel, err = c.SelectRange(q, 5, 9, 4, describe)
+	sel, err = c.SelectRange(q, rangeOf(5, 9), describe)
 	require.NoError(t, err)
 	assert.Empty(t, sel.ValueQueryIdx)
 	assert.Empty(t, sel.TombQueryIdx)
 
-	_, err = c.SelectRange(q, 1, 2, 4, describe)
+	_, err = c.SelectRange(q, rangeOf(1, 2), describe)
 	assert.Equal(t, status.OutOfRange, status.CodeOf(err), "b changed again at 3")
 
 	write(c, 6, 4, []uint64{a}, nil, payload(t, 9))
-	_, err = c.SelectRange(q, 5, 6, 4, describe)
+	_, err = c.SelectRange(q, rangeOf(5, 6), describe)
 	assert.Equal(t, status.WriteFloorViolation, status.CodeOf(err), "in-range change above the floor")
 }
 
@@ -218,7 +247,7 @@ func TestRetentionDropsOldRecordsAndRaisesFrontier(t *testing.T) {
 		require.NoError(t, c.Seal(o))
 	}
 	assert.Equal(t, uint64(7), c.Frontier())
-	sel, err := c.SelectRange([]uint64{1}, 10, 10, 10, describe)
+	sel, err := c.SelectRange([]uint64{1}, rangeOf(10, 10), describe)
 	require.NoError(t, err)
 	assert.Len(t, sel.ValueQueryIdx, 1)
 	sel.Values.Release()
@@ -230,8 +259,7 @@ func TestArrayRowsKeepTheirOwnReferences(t *testing.T) {
 	p := payload(t, 1, 2, 3, 4, 5, 6)
 	c.Stage([]uint64{1, 2}, &Delta{Ordinal: 1, Seq: 1, Payload: p, RowOff: []int64{0, 8}, RowLen: []int64{2, 4}})
 	require.NoError(t, c.Seal(1))
-	sel := c.Select([]uint64{1, 2}, nil)
-	s, err := c.Snapshot(sel, describe)
+	_, s, err := snapshot(c, []uint64{1, 2}, Current)
 	require.NoError(t, err)
 	require.Len(t, s.Views, 2)
 	assert.Equal(t, int64(2), s.Views[0].Rows)

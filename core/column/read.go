@@ -1,43 +1,89 @@
 package column
 
 import (
+	"fmt"
+	"sort"
+
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/status"
 )
 
-// Selection maps a query's prims onto this column's rows for latest reads. It stays valid
+// Current is the end ordinal of a read of current values: no change comes after it.
+const Current = ^uint64(0)
+
+// Admission is how a read answers when a selected key changed after the requested end.
+type Admission uint8
+
+const (
+	// ServeSealed (ours): a change after the end that is not sealed yet leaves the sealed state
+	// untouched, and that state is the state at the end; only a sealed change after the end
+	// (which replaced the state at the end) fails the read with OUT_OF_RANGE.
+	ServeSealed Admission = iota
+	// ReferenceParity answers as the reference, which keeps only the current payload: any
+	// recorded change after the end fails the read with OUT_OF_RANGE, sealed or not.
+	ReferenceParity
+)
+
+// Bounds is what a read asks of a column: a snapshot at End (ReadSnapshot), or the changes in
+// [Start, End] (SelectRange).
+type Bounds struct {
+	Start, End uint64
+	Admission  Admission
+}
+
+// Read admission, per column (the stage orders columns and attributes):
+//
+//  1. WRITE_FLOOR_VIOLATION when a selected change at or below End (a range: inside
+//     [Start, End]) is not sealed yet.
+//  2. Else OUT_OF_RANGE when a selected key changed after End (sealed changes only, unless
+//     ReferenceParity); never when End is Current.
+//  3. Else the sealed state of the selected keys, which is their state at End.
+//
+// A snapshot selects every queried key the column has (written, deleted, or only pending); a
+// range selects the queried keys with a change inside [Start, End].
+
+// Selection maps a query's prims onto this column's rows for snapshot reads. It stays valid
 // while the column's layout generation is unchanged, so repeated reads through one query
 // cost O(1) instead of a lookup per prim.
 type Selection struct {
 	Layout uint64
-	// QueryIdx[k] is the query position of local prim k (nil = all query prims, in order).
+	// QueryIdx[k] is the query position of returned prim k (nil = all query prims, in order).
 	QueryIdx []uint32
-	// Rows[k] is the column row of local prim k.
+	// Rows[k] is the column row of returned prim k: the queried keys whose sealed version is
+	// a value.
 	Rows []int32
-	// Count is the number of local prims.
+	// Count is the number of returned prims.
 	Count int
 	// IdentityRows: Rows[k] == k for every k (no data index map needed).
 	IdentityRows bool
-	allSealed    bool
+
+	// keys are the rows of every queried prim (what admission looks at).
+	keys keySet
+	// allVisible: Rows holds every row of the column (the group's ordinal is the column's).
+	allVisible bool
+	// ordinal is the group ordinal computed at sealGen ordinalGen (0: not yet).
+	ordinal    uint64
+	ordinalGen uint64
 }
 
-// Select resolves prims (in query order) to the rows a latest read returns: rows whose sealed
-// version is not a tombstone, plus rows with no sealed version yet (Snapshot rejects those).
-// It reuses prev when still valid.
-func (c *Column) Select(prims []uint64, prev *Selection) *Selection {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// selectLocked resolves prims (in query order) to the selected keys and the returned rows,
+// reusing prev when still valid.
+func (c *Column) selectLocked(prims []uint64, prev *Selection) *Selection {
 	if prev != nil && prev.Layout == c.layout {
 		return prev
 	}
+	nrows := c.rows.len()
 	sel := &Selection{Layout: c.layout, IdentityRows: true}
+	keys, visible := newRowSet(nrows), newRowSet(nrows)
+	nkeys, nvisible := 0, 0
 	all := true
 	for i, p := range prims {
 		r, ok := c.rows.lookup(p)
-		if ok {
-			if k := c.keys.get(r); k.hasSealed && k.deleted {
-				ok = false
-			}
+		if ok && keys.add(r) {
+			nkeys++
+		}
+		if ok && !c.keys.get(r).visible() {
+			ok = false
 		}
 		if !ok {
 			if all {
@@ -49,6 +95,9 @@ func (c *Column) Select(prims []uint64, prev *Selection) *Selection {
 			}
 			continue
 		}
+		if visible.add(r) {
+			nvisible++
+		}
 		if !all {
 			sel.QueryIdx = append(sel.QueryIdx, uint32(i))
 		}
@@ -58,6 +107,11 @@ func (c *Column) Select(prims []uint64, prev *Selection) *Selection {
 		sel.Rows = append(sel.Rows, r)
 	}
 	sel.Count = len(sel.Rows)
+	sel.keys = keySet{all: nkeys == nrows}
+	if !sel.keys.all {
+		sel.keys.rows = keys
+	}
+	sel.allVisible = nvisible == nrows
 	return sel
 }
 
@@ -72,13 +126,14 @@ type View struct {
 // Snapshot is a reader's view of sealed values.
 type Snapshot struct {
 	// Views: one for a fixed column (row k of local prim k, or Rows[k] with a data index map);
-	// one per local prim for an array column.
-	Views   []View
+	// one per local prim for an array column. None when no prim is returned.
+	Views []View
+	// Ordinal is the group's ordinal: the newest sealed change among the returned rows.
 	Ordinal uint64
 	Layout  uint64
 	// Dense: a fixed snapshot whose rows are exactly the whole column in order, so local prim
 	// k is row k with no data index map. Otherwise the view spans the whole column and the
-	// reader needs the rows as a data index map (spec §1.4 canonical layout).
+	// reader needs the rows as a data index map.
 	Dense bool
 }
 
@@ -89,29 +144,124 @@ func (s Snapshot) Release() {
 	}
 }
 
-// Snapshot pins the sealed state of sel's rows. It fails with WRITE_FLOOR_VIOLATION when a
-// selected key has no sealed version (only unsealed changes); describe names a prim.
-func (c *Column) Snapshot(sel *Selection, describe func(prim uint64) string) (Snapshot, error) {
+// ReadSnapshot admits a snapshot read at b.End of prims (see the rules above) and pins the
+// sealed state of the returned keys. It returns the selection to cache for the next read
+// through the same prims (prev is the cached one) even when admission fails; describe
+// names a prim in errors.
+func (c *Column) ReadSnapshot(prims []uint64, prev *Selection, b Bounds, describe func(prim uint64) string) (*Selection, Snapshot, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.snapshotRowsLocked(sel.Rows, sel.IdentityRows, sel.Layout == c.layout && sel.allSealed,
-		func() { sel.allSealed = sel.Layout == c.layout }, describe)
+	sel := c.selectLocked(prims, prev)
+	if err := c.admitSnapshotLocked(sel.keys, b, describe); err != nil {
+		return sel, Snapshot{}, err
+	}
+	if sel.Count == 0 {
+		return sel, Snapshot{Layout: c.layout}, nil
+	}
+	snap := c.snapshotRowsLocked(sel.Rows, sel.IdentityRows)
+	switch {
+	case sel.allVisible:
+		snap.Ordinal = c.sealedOrdinal
+	case sel.ordinalGen == c.sealGen && sel.ordinalGen != 0:
+		snap.Ordinal = sel.ordinal
+	default:
+		snap.Ordinal = c.newestSealedLocked(sel.Rows)
+		sel.ordinal, sel.ordinalGen = snap.Ordinal, c.sealGen
+	}
+	return sel, snap, nil
 }
 
-func (c *Column) snapshotRowsLocked(rows []int32, identity, knownSealed bool, sealedOK func(),
-	describe func(prim uint64) string) (Snapshot, error) {
-	if !knownSealed {
-		for _, r := range rows {
-			if !c.keys.get(r).hasSealed {
-				return Snapshot{}, status.Errorf(status.WriteFloorViolation,
-					"%s has no sealed value yet (its latest change, at ordinal %d, is above the write floor); advance the write floor first",
-					describe(c.rows.primAt(r)), c.latestPendingLocked(r))
-			}
+// admitSnapshotLocked applies rules 1 and 2 to a snapshot of keys.
+func (c *Column) admitSnapshotLocked(keys keySet, b Bounds, describe func(uint64) string) error {
+	for _, d := range c.pending { // (ordinal, seq) order
+		if d.Ordinal > b.End {
+			break
 		}
-		if sealedOK != nil {
-			sealedOK()
+		if r, ok := keys.first(d.Rows); ok {
+			return status.Errorf(status.WriteFloorViolation,
+				"%s changed at ordinal %d, at or before %s, and that change is not sealed yet (above the write floor %d); advance the write floor first",
+				describe(c.rows.primAt(r)), d.Ordinal, endName(b.End), c.foldedTo)
 		}
 	}
+	if b.End == Current {
+		return nil
+	}
+	newest := c.sealedOrdinal
+	if b.Admission == ReferenceParity && len(c.records) > 0 {
+		newest = max(newest, c.records[len(c.records)-1].ordinal)
+	}
+	if newest <= b.End {
+		return nil
+	}
+	if r, o, ok := c.changedAfterLocked(keys, b); ok {
+		return c.outOfRange(describe(c.rows.primAt(r)), o, b)
+	}
+	return nil
+}
+
+// changedAfterLocked finds a key of keys with a change after b.End that rule 2 counts, and
+// the ordinal of that change.
+func (c *Column) changedAfterLocked(keys keySet, b Bounds) (int32, uint64, bool) {
+	i := sort.Search(len(c.records), func(i int) bool { return c.records[i].ordinal > b.End })
+	for _, rec := range c.records[i:] {
+		if rec.ordinal > c.foldedTo && b.Admission != ReferenceParity {
+			break
+		}
+		if r, ok := keys.first(rec.rows); ok {
+			return r, rec.ordinal, true
+		}
+	}
+	if c.dropped.any() {
+		for r := int32(0); int(r) < c.rows.len(); r++ {
+			if o := c.dropped.get(r); o > b.End && keys.has(r) {
+				return r, o, true
+			}
+		}
+	}
+	return 0, 0, false
+}
+
+// endName names a requested end in messages.
+func endName(end uint64) string {
+	if end == Current {
+		return "the requested end (current values)"
+	}
+	return fmt.Sprintf("the requested ordinal %d", end)
+}
+
+func (c *Column) outOfRange(what string, changed uint64, b Bounds) error {
+	if b.Admission == ReferenceParity {
+		return status.Errorf(status.OutOfRange,
+			"%s changed at ordinal %d, after the requested ordinal %d; only its latest value is kept, so the value at %d cannot be returned",
+			what, changed, b.End, b.End)
+	}
+	return status.Errorf(status.OutOfRange,
+		"%s changed at ordinal %d, after the requested ordinal %d, and that change is sealed; its value at %d is no longer held (read at a later ordinal)",
+		what, changed, b.End, b.End)
+}
+
+// newestSealedLocked is the newest sealed change among rows (a group's ordinal). Records are
+// scanned newest first; rows whose every change was dropped fall back on their markers.
+func (c *Column) newestSealedLocked(rows []int32) uint64 {
+	set := newRowSet(c.rows.len())
+	for _, r := range rows {
+		set.add(r)
+	}
+	i := sort.Search(len(c.records), func(i int) bool { return c.records[i].ordinal > c.foldedTo })
+	for i--; i >= 0; i-- {
+		if _, ok := set.first(c.records[i].rows); ok {
+			return c.records[i].ordinal
+		}
+	}
+	newest := uint64(0) // every change of these rows was dropped: their markers say when
+	for _, r := range rows {
+		newest = max(newest, c.dropped.get(r))
+	}
+	return newest
+}
+
+// snapshotRowsLocked pins the sealed values of rows (keys with a sealed value).
+func (c *Column) snapshotRowsLocked(rows []int32, identity bool) Snapshot {
 	snap := Snapshot{Ordinal: c.sealedOrdinal, Layout: c.layout}
 	if c.Schema.IsArray {
 		snap.Views = make([]View, len(rows))
@@ -119,96 +269,111 @@ func (c *Column) snapshotRowsLocked(rows []int32, identity, knownSealed bool, se
 			a := c.arrays[r]
 			snap.Views[k] = View{Buffer: a.buf.Retain(), ByteOffset: a.off, Rows: a.n}
 		}
-		return snap, nil
+		return snap
 	}
 	snap.Dense = identity && len(rows) == c.sealedRows
 	snap.Views = []View{{Buffer: c.sealed.Retain(), Rows: int64(c.sealedRows)}}
-	return snap, nil
+	return snap
 }
 
-// RangeSelection is what a range read returns from this column: keys whose retained change
-// membership intersects [start, end], split into value keys (with a snapshot of their values)
-// and tombstoned keys.
+// RangeSelection is what a range read returns from this column: the queried keys with a
+// change in [start, end], split into value keys (with a snapshot of their values) and
+// tombstoned keys.
 type RangeSelection struct {
 	ValueQueryIdx []uint32
 	ValueRows     []int32
 	Values        Snapshot // valid when ValueRows is not empty; release it
 	TombQueryIdx  []uint32
+	// TombOrdinal is the tombstone group's ordinal: the newest sealed change of its keys.
+	TombOrdinal uint64
 }
 
-// SelectRange selects the query's keys that changed in [start, end] (spec §1.10): it fails
-// with WRITE_FLOOR_VIOLATION when a selected in-range change is above floor, and with
-// OUT_OF_RANGE when a selected key changed again after end (latest-only payloads).
-func (c *Column) SelectRange(prims []uint64, start, end, floor uint64, describe func(prim uint64) string) (RangeSelection, error) {
+// SelectRange admits a range read of [b.Start, b.End] over prims (see the rules above) and
+// selects the keys that changed inside it.
+func (c *Column) SelectRange(prims []uint64, b Bounds, describe func(prim uint64) string) (RangeSelection, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	const (
-		inRange = 1 << iota
-		aboveFloor
-		afterEnd
+		inRange  = 1 << iota
+		unsealed // an unsealed change in range
+		after    // a change after the range that rule 2 counts
 	)
 	marks := make([]uint8, c.rows.len())
-	firstAbove := make(map[int32]uint64)
-	for _, rec := range c.records {
+	firstUnsealed, firstAfter := map[int32]uint64{}, map[int32]uint64{}
+	i := sort.Search(len(c.records), func(i int) bool { return c.records[i].ordinal >= b.Start })
+	for _, rec := range c.records[i:] {
 		switch {
-		case rec.ordinal < start:
-			continue
-		case rec.ordinal <= end:
+		case rec.ordinal <= b.End:
 			for _, r := range rec.rows {
 				marks[r] |= inRange
-				if rec.ordinal > floor {
-					marks[r] |= aboveFloor
-					if _, ok := firstAbove[r]; !ok {
-						firstAbove[r] = rec.ordinal
+				if rec.ordinal > c.foldedTo {
+					marks[r] |= unsealed
+					if _, ok := firstUnsealed[r]; !ok {
+						firstUnsealed[r] = rec.ordinal
 					}
 				}
 			}
-		default:
+		case b.End != Current && (rec.ordinal <= c.foldedTo || b.Admission == ReferenceParity):
 			for _, r := range rec.rows {
-				marks[r] |= afterEnd
+				marks[r] |= after
+				if _, ok := firstAfter[r]; !ok {
+					firstAfter[r] = rec.ordinal
+				}
 			}
 		}
 	}
-	var sel RangeSelection
-	for i, p := range prims {
+	if c.dropped.any() { // a key's latest dropped change still counts (it is sealed)
+		for r := int32(0); int(r) < len(marks); r++ {
+			switch o := c.dropped.get(r); {
+			case o == 0 || o < b.Start:
+			case o <= b.End:
+				marks[r] |= inRange
+			case b.End != Current:
+				marks[r] |= after
+				if _, ok := firstAfter[r]; !ok || o < firstAfter[r] {
+					firstAfter[r] = o
+				}
+			}
+		}
+	}
+	rowOf := func(p uint64) (int32, bool) {
 		r, ok := c.rows.lookup(p)
-		if !ok || marks[r]&inRange == 0 {
-			continue
-		}
-		if marks[r]&aboveFloor != 0 {
+		return r, ok && marks[r]&inRange != 0
+	}
+	for _, p := range prims { // rule 1 over every selected key first
+		if r, ok := rowOf(p); ok && marks[r]&unsealed != 0 {
 			return RangeSelection{}, status.Errorf(status.WriteFloorViolation,
-				"%s changed at ordinal %d, inside the range [%d, %d] but above the write floor %d",
-				describe(p), firstAbove[r], start, end, floor)
+				"%s changed at ordinal %d, inside the range [%d, %d], and that change is not sealed yet (above the write floor %d); advance the write floor first",
+				describe(p), firstUnsealed[r], b.Start, b.End, c.foldedTo)
 		}
-		if marks[r]&afterEnd != 0 {
-			return RangeSelection{}, status.Errorf(status.OutOfRange,
-				"%s changed again after the range end %d; only its latest value is stored, so the in-range value cannot be returned (widen the range or read latest)",
-				describe(p), end)
+	}
+	for _, p := range prims {
+		if r, ok := rowOf(p); ok && marks[r]&after != 0 {
+			return RangeSelection{}, c.outOfRange(describe(p), firstAfter[r], b)
+		}
+	}
+	var sel RangeSelection
+	var tombRows []int32
+	for i, p := range prims {
+		r, ok := rowOf(p)
+		if !ok {
+			continue
 		}
 		if c.keys.get(r).deleted {
 			sel.TombQueryIdx = append(sel.TombQueryIdx, uint32(i))
+			tombRows = append(tombRows, r)
 		} else {
 			sel.ValueQueryIdx = append(sel.ValueQueryIdx, uint32(i))
 			sel.ValueRows = append(sel.ValueRows, r)
 		}
 	}
 	if len(sel.ValueRows) > 0 {
-		identity := true
-		for k, r := range sel.ValueRows {
-			if int(r) != k {
-				identity = false
-				break
-			}
-		}
-		// Every selected change is at or below the floor, hence sealed.
-		sel.Values, _ = c.snapshotRowsLocked(sel.ValueRows, identity, true, nil, nil)
+		// Every selected change is sealed: the keys' sealed state is their state at End.
+		sel.Values = c.snapshotRowsLocked(sel.ValueRows, isIdentity(sel.ValueRows))
+		sel.Values.Ordinal = c.newestSealedLocked(sel.ValueRows)
+	}
+	if len(tombRows) > 0 {
+		sel.TombOrdinal = c.newestSealedLocked(tombRows)
 	}
 	return sel, nil
-}
-
-// SealedOrdinal is the column's latest sealed change.
-func (c *Column) SealedOrdinal() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sealedOrdinal
 }

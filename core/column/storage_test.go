@@ -75,8 +75,7 @@ func TestSealCopiesThroughStorage(t *testing.T) {
 
 	// rows 11,12 from payload rows 1,0 (an index map), and 13 alone
 	c.Stage([]uint64{11, 12, 13}, &Delta{Ordinal: 2, Seq: 2, Src: []int32{1, 0, 2}, Payload: payload(t, 20, 30, 40)})
-	sel := c.Select(prims, nil)
-	snap, err := c.Snapshot(sel, describe) // a reader holds the current version: copy-on-write
+	sel, snap, err := snapshot(c, prims, 1) // a reader holds the current version: copy-on-write
 	require.NoError(t, err)
 	rs.watch = snap.Views[0].Buffer
 	require.NoError(t, c.Seal(2))
@@ -90,9 +89,9 @@ func TestSealCopiesThroughStorage(t *testing.T) {
 	assert.Equal(t, []float32{1, 2, 3, 4}, values(snap, sel), "the reader's version never changes")
 	snap.Release()
 
-	snap2, err := c.Snapshot(c.Select(prims, nil), describe)
+	sel2, snap2, err := snapshot(c, prims, Current)
 	require.NoError(t, err)
-	assert.Equal(t, []float32{1, 30, 20, 40}, values(snap2, c.Select(prims, nil)))
+	assert.Equal(t, []float32{1, 30, 20, 40}, values(snap2, sel2))
 	snap2.Release()
 
 	c.Close()

@@ -440,8 +440,8 @@ func testColumnStorageSealsOnTheDevice(t *testing.T, fake bool) {
 	prims := []uint64{1, 2, 3}
 	c.Stage(prims, &column.Delta{Ordinal: 1, Seq: 1, Payload: upload(1, 2, 3)})
 	require.NoError(t, c.Seal(1))
-	sel := c.Select(prims, nil)
-	snap, err := c.Snapshot(sel, func(uint64) string { return "p" })
+	current := column.Bounds{End: column.Current}
+	_, snap, err := c.ReadSnapshot(prims, nil, current, func(uint64) string { return "p" })
 	require.NoError(t, err)
 	assert.True(t, IsDeviceBuffer(snap.Views[0].Buffer))
 	assert.Equal(t, int32(d.Ordinal), snap.Views[0].Buffer.DeviceID())
@@ -454,7 +454,7 @@ func testColumnStorageSealsOnTheDevice(t *testing.T, fake bool) {
 	if fake {
 		assert.Equal(t, records+1, FakeStat("records"), "the new version's ready event is recorded")
 	}
-	snap2, err := c.Snapshot(c.Select(prims, nil), func(uint64) string { return "p" })
+	_, snap2, err := c.ReadSnapshot(prims, nil, current, func(uint64) string { return "p" })
 	require.NoError(t, err)
 	assert.NotEqual(t, snap.Views[0].Buffer.Data(), snap2.Views[0].Buffer.Data())
 	assert.Equal(t, []float32{1, 2, 3}, download(snap.Views[0].Buffer, 3), "the reader's version is untouched")

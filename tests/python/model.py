@@ -17,11 +17,13 @@ and which accepted ops are known to have finished. From that it predicts:
   missing source, an existing target, a floor at or above the ordinal fail them whole);
 * **floors**: ``Scope.ALL`` / ``INCLUDE`` / ``EXCLUDE`` advances, effective floors
   ``max(G, F[a])`` and the reported global floor (minimum over known attributes);
-* **reads**, latest and range, with sealed-snapshot semantics and change membership (§1.10):
-  every key gets the set of outcomes it may have (a value, a tombstone, absent, or
-  ``WRITE_FLOOR_VIOLATION`` / ``OUT_OF_RANGE`` failing the read). A change whose op is not
-  known to have finished may or may not have been applied when the read runs; the outcome
-  sets cover both.
+* **reads**: snapshots (``latest(N)``: the state at N) and change ranges, under our read
+  admission (README "Where we differ"): every selected key gets the set of outcomes it may
+  have (a value, a tombstone, absent, or ``WRITE_FLOOR_VIOLATION`` / ``OUT_OF_RANGE`` failing
+  the read); when every key is certain, the read's own status follows (first failing
+  attribute in request order, ``WRITE_FLOOR_VIOLATION`` before ``OUT_OF_RANGE``). A change
+  whose op is not known to have finished may or may not have been applied when the read runs;
+  the outcome sets cover both.
 
 Every op's outcome is decided when it is enqueued. Callers keep that true, and the model exact,
 by avoiding the races it does not decide: an INSERT, a delete, a map setup or commit, or a
@@ -31,7 +33,7 @@ a mutation racing a pending map setup or clone that reads its prims.
 ``test_model_stateful.py`` settles ops before those.
 
 A key has a *row* once a write to it was applied (deletes never create rows): only keys with
-rows take tombstones, fail latest reads before their first seal, or appear in range reads.
+rows take tombstones or take part in reads.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from ovstage import ErrorCode, Scope
 
 __all__ = [
     "ABSENT",
+    "CURRENT",
     "TOMBSTONE",
     "Change",
     "CloneOutcome",
@@ -54,6 +57,7 @@ __all__ = [
     "Outcome",
     "ReadExpectation",
     "ReadResult",
+    "Span",
     "StageModel",
     "Value",
     "WritePlan",
@@ -195,26 +199,68 @@ class ReadResult:
     tombs: Counter[Cell] = field(default_factory=Counter)
 
 
+#: The end ordinal of a read of current values (no change comes after it).
+CURRENT = (1 << 64) - 1
+
+
+@dataclass(frozen=True)
+class Span:
+    """What a read asks for: the snapshot at ``end`` or (``is_range``) the changes in
+    ``[start, end]``."""
+
+    end: int
+    start: int = 0
+    is_range: bool = False
+
+
 @dataclass
 class ReadExpectation:
     """What a read may return: per key, the set of possible outcomes.
 
-    ``group_ordinals`` is each column's newest sealed change (a group's ``ordinal``), by
-    ``(attribute, schema)``, and ``floors`` each attribute's effective floor (a group's
-    ``meta`` floor).
+    ``sealed_top`` is each selected key's newest sealed change (a group's ``ordinal`` is the
+    newest of its keys'), ``floors`` each attribute's effective floor (a group's ``meta``
+    floor), ``attributes`` the requested names in order.
     """
 
     outcomes: dict[Key, set[Outcome]] = field(default_factory=dict)
-    group_ordinals: dict[tuple[str, Schema], int] = field(default_factory=dict)
+    sealed_top: dict[Key, int] = field(default_factory=dict)
     floors: dict[str, int] = field(default_factory=dict)
+    attributes: list[str] = field(default_factory=list)
+
+    def group_ordinals(self, attribute: str, prims: Iterable[str]) -> dict[Schema, int]:
+        """Per schema, the ordinal a group of ``attribute`` over ``prims`` carries."""
+        out: dict[Schema, int] = {}
+        chosen = set(prims)
+        for key, top in self.sealed_top.items():
+            if key[0] == attribute and key[1] in chosen:
+                out[key[2]] = max(out.get(key[2], 0), top)
+        return out
+
+    def failure(self) -> tuple[bool, ErrorCode | None]:
+        """``(decided, status)``: once every key's outcome is certain, the read's failure (the
+        first attribute with a failing key, ``WRITE_FLOOR_VIOLATION`` before
+        ``OUT_OF_RANGE``), or None for success."""
+        if any(len(options) != 1 for options in self.outcomes.values()):
+            return False, None
+        for attribute in self.attributes:
+            found = set().union(*(o for k, o in self.outcomes.items() if k[0] == attribute))
+            for code in (ErrorCode.WRITE_FLOOR_VIOLATION, ErrorCode.OUT_OF_RANGE):
+                if code in found:
+                    return True, code
+        return True, None
 
     def check(self, result: ReadResult | ErrorCode) -> str | None:
         """Return why ``result`` (or the read's error code) is impossible, or None when the
         model allows it."""
+        decided, want = self.failure()
         if isinstance(result, ErrorCode):
+            if decided and result != want:
+                return f"read failed with {result.name}, expected {want}"
             if not any(result in options for options in self.outcomes.values()):
                 return f"read failed with {result.name}, which no selected key can cause"
             return None
+        if decided and want is not None:
+            return f"read succeeded, expected {want.name}"
         cells: dict[Cell, list[Key]] = {}
         for key in self.outcomes:
             cells.setdefault(key[:2], []).append(key)
@@ -571,30 +617,30 @@ class StageModel:
 
     # -- reads ---------------------------------------------------------------------------
 
-    def _key_outcome(
-        self, applied: list[Change], floor: int, span: tuple[int, int] | None
-    ) -> Outcome:
-        """The outcome of a key when exactly ``applied`` of its changes were applied."""
+    def _key_outcome(self, applied: list[Change], floor: int, span: Span) -> Outcome:
+        """The outcome of a key when exactly ``applied`` of its changes were applied.
+
+        A key is selected when it has a row (a snapshot) or a change in the range. Then an
+        unsealed selected change at or before the end fails the read with
+        ``WRITE_FLOOR_VIOLATION``; else a sealed change after the end (never for current
+        values) with ``OUT_OF_RANGE``; else the key shows its sealed state, which is its state
+        at the end (a change after the end that is not sealed does not touch it)."""
         if not any(c.is_write for c in applied):
             return ABSENT  # no row
         sealed = [c for c in applied if c.ordinal <= floor]
         newest = max(sealed, key=lambda c: (c.ordinal, c.seq)) if sealed else None
-        if span is None:  # latest read
-            if newest is None:
-                return ErrorCode.WRITE_FLOOR_VIOLATION
-            return ABSENT if newest.value is TOMBSTONE else newest.value
-        start, end = span
-        in_range = [c for c in applied if start <= c.ordinal <= end]
-        if not in_range:
+        in_span = [c for c in applied if span.start <= c.ordinal <= span.end]
+        if span.is_range and not in_span:
             return ABSENT
-        if any(c.ordinal > floor for c in in_range):
+        if any(c.ordinal > floor for c in in_span):
             return ErrorCode.WRITE_FLOOR_VIOLATION
-        if any(c.ordinal > end for c in applied):
+        if span.end != CURRENT and any(span.end < c.ordinal <= floor for c in applied):
             return ErrorCode.OUT_OF_RANGE
-        assert newest is not None
+        if newest is None or (newest.value is TOMBSTONE and not span.is_range):
+            return ABSENT
         return newest.value
 
-    def _key_outcomes(self, key: Key, floor: int, span: tuple[int, int] | None) -> set[Outcome]:
+    def _key_outcomes(self, key: Key, floor: int, span: Span) -> set[Outcome]:
         changes = self.history.get(key, [])
         # Changes at or below the floor are applied by the time the read runs (it waits for
         # the advances, which wait for them); pending ones above it may or may not be.
@@ -618,23 +664,20 @@ class StageModel:
         )
 
     def expect_read(
-        self, paths: Sequence[str], attributes: Sequence[str], span: tuple[int, int] | None = None
+        self, paths: Sequence[str], attributes: Sequence[str], span: Span
     ) -> ReadExpectation:
-        """What ``read_attributes(query(paths), attributes, range)`` may return: a latest
-        read when ``span`` is None, else the range ``[start, end]``."""
-        exp = ReadExpectation()
+        """What ``read_attributes(query(paths), attributes, range)`` may return."""
+        exp = ReadExpectation(attributes=list(attributes))
         for attribute in dict.fromkeys(attributes):
             floor = self.floors.effective(attribute)
             exp.floors[attribute] = floor
             for key, changes in self.history.items():
-                if key[0] != attribute:
+                if key[0] != attribute or key[1] not in paths:
                     continue
-                sealed = [c.ordinal for c in changes if c.ordinal <= floor]
-                column = (attribute, key[2])
+                exp.outcomes[key] = self._key_outcomes(key, floor, span)
+                sealed = [c for c in changes if c.ordinal <= floor]
                 if sealed:
-                    exp.group_ordinals[column] = max(exp.group_ordinals.get(column, 0), *sealed)
-                if key[1] in paths:
-                    exp.outcomes[key] = self._key_outcomes(key, floor, span)
+                    exp.sealed_top[key] = max(sealed, key=lambda c: (c.ordinal, c.seq)).ordinal
         return exp
 
     def sealed_state(self) -> ReadResult:
@@ -642,7 +685,7 @@ class StageModel:
         out = ReadResult()
         for key in self.history:
             outcome = self._key_outcome(
-                self._applied_changes(key), self.floors.effective(key[0]), None
+                self._applied_changes(key), self.floors.effective(key[0]), Span(CURRENT)
             )
             if isinstance(outcome, tuple):
                 out.values[key] = outcome

@@ -180,8 +180,12 @@ def test_a_read_overlapping_a_pending_write_returns_the_sealed_values(
         assert read_values(query, "t", 2) == {"/A": 1.0, "/B": 2.0, "/C": 3.0}
         gate.release()
         pending.wait()
-    # Applied but not sealed yet: still the sealed values.
-    assert read_values(query, "t", 2) == {"/A": 1.0, "/B": 2.0, "/C": 3.0}
+    # Applied but not sealed yet: the state at 2 is refused, the snapshot at 1 is the sealed
+    # values.
+    with pytest.raises(OvstageError) as refused:
+        read_values(query, "t", 2)
+    assert refused.value.code == ErrorCode.WRITE_FLOOR_VIOLATION
+    assert read_values(query, "t", 1) == {"/A": 1.0, "/B": 2.0, "/C": 3.0}
     stage.advance_write_floor(2).wait()
     assert read_values(query, "t", 2) == {"/A": 7.0, "/B": 8.0, "/C": 9.0}
 
@@ -250,14 +254,24 @@ def test_eight_threads_write_and_read_one_stage_concurrently(stage, make_query) 
 
     def reader(attr: str) -> None:
         start.wait()
-        for _ in range(40):
-            with stage.read_attributes(query, [attr], OrdinalRange.latest(ordinals)) as read:
-                read.wait()  # never OP_FAILED, never a floor violation: the key is sealed
-                for group in read.groups():
-                    with group:
-                        data = group.array(0)
-                        assert len(set(data.tolist())) == 1, "a group is one sealed version"
-                        seen_floors[attr].append(float(data[0]))
+        done = 0
+        while done < 40:
+            with stage.get_attribute_write_floor(attr) as floor_query:
+                floor = floor_query.fetch()
+            try:
+                with stage.read_attributes(query, [attr], OrdinalRange.latest(floor)) as read:
+                    read.wait()  # never OP_FAILED, never a floor violation: the floor is sealed
+                    for group in read.groups():
+                        with group:
+                            data = group.array(0)
+                            at_floor = float(floor) if floor > 1 else 0.0  # zeros at 1
+                            assert data.tolist() == [at_floor] * 64, "the state at the floor"
+                            seen_floors[attr].append(float(data[0]))
+            except OvstageError as exc:
+                # The writer sealed the next ordinal meanwhile: the state at floor is gone.
+                assert exc.code == ErrorCode.OUT_OF_RANGE, exc
+                continue
+            done += 1
 
     def guarded(fn: Any, attr: str) -> None:
         try:

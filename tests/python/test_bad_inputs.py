@@ -44,12 +44,13 @@ class Env:
         kw.setdefault("is_array", False)
         return self.stage.write_attribute(self.query, attribute, ordinal, tensors, **kw)
 
-    def snapshot(self) -> tuple[Any, ...]:
-        """Sealed values of both attributes, live engine objects and live buffers."""
+    def snapshot(self, ordinal: int = 1) -> tuple[Any, ...]:
+        """Sealed values of the attributes at ``ordinal``, live engine objects and live
+        buffers."""
         gc.collect()
         values = {}
         with self.stage.read_attributes(
-            self.query, ["s", "v", "arr"], ovstage.OrdinalRange.latest(1)
+            self.query, ["s", "v", "arr"], ovstage.OrdinalRange.latest(ordinal)
         ) as read:
             read.wait()
             for group in read.groups():
@@ -774,7 +775,7 @@ def test_non_contiguous_input_is_accepted_by_copying(
     source = make()
     env.stage.write_attribute(env.query, attribute, 2, source, is_array=False).wait()
     env.stage.advance_write_floor(2).wait()
-    values, _ = env.snapshot()
+    values, _ = env.snapshot(2)
     assert values[attribute] == [expected]
 
 

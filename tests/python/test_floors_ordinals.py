@@ -1,8 +1,10 @@
 """Write floors, scoped advances and ordinal queries (spec §1.7-§1.9, §3.10, §3.13, §5.8;
 invariants 2-6 of §6).
 
-Our documented policy (README "Where we differ"): a latest read serves each key's newest
-*sealed* value; ``WRITE_FLOOR_VIOLATION`` is only for a key with no sealed value at all.
+``latest(N)`` is the snapshot at N: an unsealed selected change at or before N fails the read
+with ``WRITE_FLOOR_VIOLATION``, a sealed change after N with ``OUT_OF_RANGE``. Our documented
+difference (README "Where we differ"): an *unsealed* change after N leaves the sealed state at N
+readable (the reference fails with ``OUT_OF_RANGE``).
 """
 
 from __future__ import annotations
@@ -69,28 +71,34 @@ def test_read_of_an_unsealed_write_fails_then_succeeds_after_sealing(stage, abc)
     assert groups[0].ordinal == 1
 
 
-def test_end_ordinal_is_not_compared_with_the_floor(stage, abc) -> None:
+def test_a_snapshot_counts_the_changes_up_to_its_end(stage, abc) -> None:
     _write(stage, abc, "t", 5, [1, 2, 3])
-    for end in (0, 5, 99):
+    for end in (5, 99):
         assert (
             read_error(stage, abc, ["t"], OrdinalRange.latest(end))
             == ErrorCode.WRITE_FLOOR_VIOLATION
         )
+    # Ours: at 4 the attribute did not exist yet (the reference: OUT_OF_RANGE).
+    assert latest(stage, abc, "t", 4) == {}
     stage.advance_write_floor(5).wait()
-    for end in (0, 5, 99):
+    for end in (5, 99):
         assert latest(stage, abc, "t", end) == {"/A": 1.0, "/B": 2.0, "/C": 3.0}
+    for end in (0, 4):  # a sealed change after the end
+        assert read_error(stage, abc, ["t"], OrdinalRange.latest(end)) == ErrorCode.OUT_OF_RANGE
 
 
-def test_latest_read_serves_the_newest_sealed_value(stage, abc) -> None:
-    # Invariant 6 (latest-only payloads): latest(1) returns the ordinal-2 value.
+def test_latest_read_serves_the_sealed_state_at_its_end(stage, abc) -> None:
     _write(stage, abc, "t", 1, [1, 2, 3])
     stage.advance_write_floor(1).wait()
     _write(stage, abc, "t", 2, [4, 5, 6])
     stage.advance_write_floor(2).wait()
-    assert latest(stage, abc, "t", 1) == {"/A": 4.0, "/B": 5.0, "/C": 6.0}
-    # Our policy: an unsealed newer change does not hide the sealed one.
+    # Only current payloads are kept: the state at 1 was replaced by a sealed change.
+    assert read_error(stage, abc, ["t"], OrdinalRange.latest(1)) == ErrorCode.OUT_OF_RANGE
+    assert latest(stage, abc, "t", 2) == {"/A": 4.0, "/B": 5.0, "/C": 6.0}
+    # Our policy: an unsealed newer change leaves the state at 2 readable.
     _write(stage, abc, "t", 3, [7, 8, 9])
-    assert latest(stage, abc, "t", 3) == {"/A": 4.0, "/B": 5.0, "/C": 6.0}
+    assert latest(stage, abc, "t", 2) == {"/A": 4.0, "/B": 5.0, "/C": 6.0}
+    assert read_error(stage, abc, ["t"], OrdinalRange.latest(3)) == ErrorCode.WRITE_FLOOR_VIOLATION
     stage.advance_write_floor(3).wait()
     assert latest(stage, abc, "t", 3) == {"/A": 7.0, "/B": 8.0, "/C": 9.0}
 
@@ -163,7 +171,10 @@ def test_include_raises_only_the_listed_attributes(stage, known) -> None:
         ErrorCode.WRITE_FLOOR_VIOLATION,
     )
     _write(stage, known, "b", 4, [4, 4, 4])
-    assert latest(stage, known, "b", 4) == {"/A": 1.0, "/B": 1.0, "/C": 1.0}  # 4 not sealed
+    assert (
+        read_error(stage, known, ["b"], OrdinalRange.latest(4)) == ErrorCode.WRITE_FLOOR_VIOLATION
+    )
+    assert latest(stage, known, "b", 3) == {"/A": 1.0, "/B": 1.0, "/C": 1.0}  # 4 not sealed
 
 
 def test_include_seals_data_for_reading(stage, known) -> None:
@@ -173,10 +184,16 @@ def test_include_seals_data_for_reading(stage, known) -> None:
         3,
     ).wait()
     stage.advance_write_floor(3, scope=Scope.INCLUDE, attributes=["a"]).wait()
-    groups = read_groups(stage, known, ["a", "b"], OrdinalRange.latest(3))
+    groups = read_groups(stage, known, ["a"], OrdinalRange.latest(3))
+    groups += read_groups(stage, known, ["b"], OrdinalRange.latest(2))  # b's change at 3: unsealed
     assert values_of(groups, "a") == {"/A": 7.0, "/B": 7.0, "/C": 7.0}
     assert values_of(groups, "b") == {"/A": 1.0, "/B": 1.0, "/C": 1.0}
     assert {g.attribute: g.floor for g in groups} == {"a": 3, "b": 1}
+    # One attribute's unsealed change fails the whole read.
+    assert (
+        read_error(stage, known, ["a", "b"], OrdinalRange.latest(3))
+        == ErrorCode.WRITE_FLOOR_VIOLATION
+    )
     # A range read selecting b's unsealed change fails; a's sealed one is served.
     assert read_groups(stage, known, ["a"], OrdinalRange.between(3, 3))[0].values == {
         "/A": 7.0,

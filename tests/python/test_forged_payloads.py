@@ -52,7 +52,8 @@ def env() -> Iterator[tuple[ovstage.Stage, ovstage.Query]]:
 
 
 def latest(stage: ovstage.Stage, query: ovstage.Query, name: str) -> list[float]:
-    with stage.read_attributes(query, [name], OrdinalRange.latest(0)) as read:
+    """The current (sealed) values of ``name``."""
+    with stage.read_attributes(query, [name], OrdinalRange.latest((1 << 64) - 1)) as read:
         (group,) = list(read.groups())
         with group:
             data = group.array()

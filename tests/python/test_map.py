@@ -26,7 +26,7 @@ from ovstage import (
     PrimMode,
 )
 from ovstage import Predicate as P
-from readback import assert_rejected, latest, read_groups
+from readback import assert_rejected, latest, read_error, read_groups
 
 F32 = np.float32
 ABC = ["/A", "/B", "/C"]
@@ -123,8 +123,12 @@ def test_untouched_buffers_commit_the_values_unchanged(stage, abc) -> None:
 def test_the_commit_needs_a_floor_advance_to_be_read(stage, abc, paths) -> None:
     with stage.map_attribute(abc, "mass", 2) as mapped:
         fill(mapped, {"/A": 7, "/B": 8, "/C": 9}, paths)
-    # Sealed-snapshot policy: the newest sealed value (ordinal 1) is still served.
-    assert latest(stage, abc, "mass", 2) == {"/A": 1.0, "/B": 2.0, "/C": 3.0}
+    # The commit at 2 is not sealed: the state at 2 is refused, the snapshot at 1 (ours: still
+    # held beside the unsealed commit) is served.
+    assert (
+        read_error(stage, abc, ["mass"], OrdinalRange.latest(2)) == ErrorCode.WRITE_FLOOR_VIOLATION
+    )
+    assert latest(stage, abc, "mass", 1) == {"/A": 1.0, "/B": 2.0, "/C": 3.0}
     stage.advance_write_floor(2).wait()
     groups = read_groups(stage, abc, ["mass"], OrdinalRange.latest(2))
     assert [(g.ordinal, g.values) for g in groups] == [(2, {"/A": 7.0, "/B": 8.0, "/C": 9.0})]

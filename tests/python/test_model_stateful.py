@@ -38,10 +38,12 @@ from hypothesis.stateful import (
     rule,
 )
 from model import (
+    CURRENT,
     MapSetup,
     ReadExpectation,
     ReadResult,
     Schema,
+    Span,
     StageModel,
     Value,
     WritePlan,
@@ -292,18 +294,19 @@ class StageMachine(RuleBasedStateMachine):
         prims = list(
             dict.fromkeys(prim_paths[group.prim_index(k)] for k in range(group.prim_count))
         )
+        # A group's ordinal is the newest sealed change among its keys.
+        ordinals = self.expected.group_ordinals(name, prims)
         if group.is_delete:
             assert (group.tensor_count, group.data_count) == (0, 0)
             # No tensor names the column: the ordinal is one of the name's columns'.
-            ordinals = {o for (a, _), o in self.expected.group_ordinals.items() if a == name}
-            assert group.ordinal in ordinals, (group.ordinal, ordinals)
+            assert group.ordinal in ordinals.values(), (group.ordinal, ordinals)
             result.tombs.update((name, p) for p in prims)
             return
         assert group.tensor_count == 1
         assert group.tensor(0).dtype.lanes == attr.lanes
         data = np.from_dlpack(group.dlpack(0))
         schema = (data.dtype.str, attr.lanes, group.semantic)
-        want = self.expected.group_ordinals[(name, schema)]
+        want = ordinals[schema]
         assert group.ordinal == want, (group.ordinal, want, schema)
         for local in range(group.prim_count):
             prim = prim_paths[group.prim_index(local)]
@@ -313,18 +316,18 @@ class StageMachine(RuleBasedStateMachine):
             assert result.values.get(key, value) == value, key  # a prim listed twice
             result.values[key] = value
 
-    def _check_read(self, ref: QueryRef, names: list[str], span: tuple[int, int] | None) -> None:
+    def _check_read(self, ref: QueryRef, names: list[str], span: Span) -> None:
         if self.model.pending_changes(ref.paths, names) > MAX_UNCERTAIN:
             self._poll_all()
         if self.model.pending_changes(ref.paths, names) > MAX_UNCERTAIN:
             self._flush()
         self.expected = self.model.expect_read(ref.paths, names, span)
-        if span is None:
-            rng = ovstage.OrdinalRange.latest(self.max_ordinal)
+        if span.is_range:
+            rng = ovstage.OrdinalRange.between(span.start, span.end)
         else:
-            rng = ovstage.OrdinalRange.between(*span)
+            rng = ovstage.OrdinalRange.latest(span.end)
         outcome = self._read(ref, names, rng)
-        kind = "latest" if span is None else "range"
+        kind = "range" if span.is_range else "latest"
         if isinstance(outcome, ErrorCode):
             event(f"{kind} read failed: {outcome.name}")
         else:
@@ -711,18 +714,33 @@ class StageMachine(RuleBasedStateMachine):
         del self.ops[op_id]
         self._settled(op_id, None)
 
+    def _near_change(self, names: list[str], anchor: int, shift: int) -> int:
+        """An ordinal ``shift`` away from one some change was made at (or a floor)."""
+        ordinals = sorted(
+            {c.ordinal for changes in self.model.history.values() for c in changes}
+            | {self.model.floors.effective(n) for n in names}
+        )
+        return max(0, ordinals[anchor % len(ordinals)] + shift)
+
     @rule(
         ref=queries,
         names=st.lists(st.sampled_from(NAMES), min_size=1, max_size=3),
+        anchor=st.integers(0, 1 << 16),
+        shift=st.integers(-2, 2),
+        current=st.integers(0, 5).map(lambda x: x == 0),
         settle=st.booleans(),
     )
-    def read_latest(self, ref: QueryRef, names: list[str], settle: bool) -> None:
-        """A latest read (its end ordinal is irrelevant, spec §1.10)."""
+    def read_latest(
+        self, ref: QueryRef, names: list[str], anchor: int, shift: int, current: bool, settle: bool
+    ) -> None:
+        """A snapshot read ``latest(N)``, N near an ordinal some change was made at (or
+        current values)."""
         if ref.query.released:
             return
         if settle:
             self._poll_all()
-        self._check_read(ref, names, None)
+        end = CURRENT if current else self._near_change(names, anchor, shift)
+        self._check_read(ref, names, Span(end))
 
     @rule(
         ref=queries,
@@ -740,12 +758,8 @@ class StageMachine(RuleBasedStateMachine):
             return
         if settle:
             self._poll_all()
-        ordinals = sorted(
-            {c.ordinal for changes in self.model.history.values() for c in changes}
-            | {self.model.floors.effective(n) for n in names}
-        )
-        start = max(0, ordinals[anchor % len(ordinals)] - back)
-        self._check_read(ref, names, (start, start + length))
+        start = self._near_change(names, anchor, -back)
+        self._check_read(ref, names, Span(start + length, start, is_range=True))
 
     @rule(name=st.sampled_from([*NAMES, None]))
     def check_floor(self, name: str | None) -> None:
@@ -794,7 +808,7 @@ class StageMachine(RuleBasedStateMachine):
             with contextlib.ExitStack() as stack:
                 ref = self._make_query(tuple(self.universe))
                 stack.callback(lambda: ref.query.release().wait())
-                self._check_read(ref, NAMES, None)
+                self._check_read(ref, NAMES, Span(CURRENT))
                 sealed = self.model.sealed_state()
                 assert self.expected.check(sealed) is None
             for live in self.live_queries:

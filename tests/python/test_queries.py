@@ -759,8 +759,8 @@ def test_a_query_sees_an_unsealed_newer_value(stage, make_query, write_sealed) -
     stage.write_attribute(prims, "u", 2, np.array([20, 30], np.int32), is_array=False).wait()
     with stage.query(where(P("u", FilterOp.GT, ["10"]))) as query:
         assert query.result().total_prim_count == 2
-        # The read still sees the sealed values (our sealed-snapshot policy).
-        assert latest(stage, query, "u", 2) == {"/U/A": 1, "/U/B": 2}
+        # The snapshot at 1 is the sealed values (ours: the unsealed change at 2 comes after).
+        assert latest(stage, query, "u", 1) == {"/U/A": 1, "/U/B": 2}
     stage.advance_write_floor(2).wait()
     with stage.query(where(P("u", FilterOp.GT, ["10"]))) as query:
         assert latest(stage, query, "u", 2) == {"/U/A": 20, "/U/B": 30}

@@ -1,5 +1,5 @@
-"""Range reads, read groups over part of a column, and deletes/tombstones (spec §1.9-§1.11,
-§3.6, §3.9; invariants 7 and 8 of §6).
+"""Range reads, snapshot reads, read groups over part of a column, and deletes/tombstones
+(spec §1.9-§1.11, §3.6, §3.9; invariants 7 and 8 of §6; 0.3.0 read admission).
 """
 
 from __future__ import annotations
@@ -81,8 +81,14 @@ def test_key_that_changed_again_after_the_end_is_out_of_range(stage, history) ->
     assert read_error(stage, history, ["t"], OrdinalRange.between(1, 1)) == ErrorCode.OUT_OF_RANGE
 
 
-def test_out_of_range_even_when_the_later_change_is_unsealed(stage, history) -> None:
+def test_an_unsealed_later_change_leaves_the_range_readable(stage, history) -> None:
+    # Ours (README "Where we differ"): the change at 4 is not sealed, so the sealed state is the
+    # state at 3 (the reference: OUT_OF_RANGE). Once 4 is sealed that state is gone.
     stage.write_attribute(history, "u", 4, np.zeros(3, F32), is_array=False).wait()
+    groups = read_groups(stage, history, ["u"], OrdinalRange.between(3, 3))
+    assert values_of(groups, "u") == {"/A": 7.0, "/B": 8.0, "/C": 9.0}
+    assert [g.ordinal for g in groups] == [3]
+    stage.advance_write_floor(4).wait()
     assert read_error(stage, history, ["u"], OrdinalRange.between(3, 3)) == ErrorCode.OUT_OF_RANGE
 
 
@@ -103,8 +109,14 @@ def test_keys_outside_the_query_never_veto(stage, history, make_query) -> None:
     assert values_of(groups, "t") == {"/C": 3.0}
 
 
-def test_latest_reads_never_fail_out_of_range(stage, history) -> None:
-    for end in (0, 1, 2, 3):
+def test_a_snapshot_before_a_sealed_change_is_out_of_range(stage, history) -> None:
+    # latest(N) is the state at N; only current payloads are kept, so a sealed change after N
+    # on a queried key makes it unavailable.
+    for end in (0, 1):
+        assert read_error(stage, history, ["t"], OrdinalRange.latest(end)) == ErrorCode.OUT_OF_RANGE
+    assert read_error(stage, history, ["t", "u"], OrdinalRange.latest(2)) == ErrorCode.OUT_OF_RANGE
+    assert latest(stage, history, "t", 2) == {"/A": 4.0, "/B": 5.0, "/C": 3.0}
+    for end in (3, 2**64 - 1):
         groups = read_groups(stage, history, ["t", "u"], OrdinalRange.latest(end))
         assert values_of(groups, "t") == {"/A": 4.0, "/B": 5.0, "/C": 3.0}
 
@@ -187,8 +199,11 @@ def test_meta_layout_generation_is_stable_on_value_updates(stage, abc, make_quer
 
 def test_delete_then_seal_removes_the_keys_from_latest_reads(stage, history, make_query) -> None:
     stage.delete_attributes(make_query(["/B"]), ["t"], 4).wait()
-    # Not sealed yet: the old sealed values are still served.
-    assert latest(stage, history, "t", 4) == {"/A": 4.0, "/B": 5.0, "/C": 3.0}
+    # Not sealed yet: the state at 4 is refused, the one at 3 is the old sealed values.
+    assert (
+        read_error(stage, history, ["t"], OrdinalRange.latest(4)) == ErrorCode.WRITE_FLOOR_VIOLATION
+    )
+    assert latest(stage, history, "t", 3) == {"/A": 4.0, "/B": 5.0, "/C": 3.0}
     stage.advance_write_floor(4).wait()
     groups = read_groups(stage, history, ["t", "u"], OrdinalRange.latest(4))
     assert not any(g.is_delete for g in groups)  # latest reads carry no tombstone groups
@@ -315,8 +330,8 @@ def test_deletes_drop_has_counts(stage, history, make_query) -> None:
 
 def test_whole_prim_delete_removes_every_attribute_and_the_prim(stage, history, make_query) -> None:
     stage.delete_attributes(make_query(["/C"]), [], 4).wait()
-    # Before sealing the prim's old values are still served.
-    assert latest(stage, history, "u", 4) == {"/A": 7.0, "/B": 8.0, "/C": 9.0}
+    # Before sealing, the state at 3 still has the prim's old values.
+    assert latest(stage, history, "u", 3) == {"/A": 7.0, "/B": 8.0, "/C": 9.0}
     stage.advance_write_floor(4).wait()
     groups = read_groups(stage, history, ["t", "u"], OrdinalRange.latest(4))
     assert values_of(groups, "t") == {"/A": 4.0, "/B": 5.0}

@@ -202,7 +202,7 @@ def test_payload_is_copied_in_so_the_caller_may_reuse_its_buffer(
 # ---------------------------------------------------------------- seal-before-read (§1.10)
 
 
-@pytest.mark.parametrize("end_ordinal", [0, 1, 100])
+@pytest.mark.parametrize("end_ordinal", [1, 100, 2**64 - 1])
 def test_read_of_unsealed_data_is_rejected_with_write_floor_violation(
     stage, make_query, end_ordinal
 ) -> None:
@@ -225,6 +225,18 @@ def test_read_of_unsealed_data_is_rejected_with_write_floor_violation(
     assert fetched.value.code == ErrorCode.WRITE_FLOOR_VIOLATION
 
 
+def test_a_snapshot_before_an_unsealed_first_write_is_empty(stage, make_query, read_values) -> None:
+    # Ours (README "Where we differ"): at 0 the attribute does not exist yet, and the change at
+    # 1 is not sealed (the reference: OUT_OF_RANGE). Once 1 is sealed, the state at 0 is gone.
+    query = make_query(ABC)
+    stage.write_attribute(query, "t", 1, np.array([1, 2, 3], np.float32), is_array=False).wait()
+    assert read_values(query, "t", 0) == {}
+    stage.advance_write_floor(1).wait()
+    with pytest.raises(OvstageError) as info:
+        read_values(query, "t", 0)
+    assert info.value.code == ErrorCode.OUT_OF_RANGE
+
+
 def test_same_read_succeeds_after_the_floor_is_advanced(stage, make_query, read_values) -> None:
     query = make_query(ABC)
     stage.write_attribute(query, "t", 1, np.array([1, 2, 3], np.float32), is_array=False).wait()
@@ -238,12 +250,16 @@ def test_same_read_succeeds_after_the_floor_is_advanced(stage, make_query, read_
 def test_latest_read_serves_the_sealed_value_while_a_newer_change_is_unsealed(
     stage, make_query, write_sealed, read_values
 ) -> None:
-    # DESIGN.md §3 "Sealed snapshots": the reference would fail this read with
-    # WRITE_FLOOR_VIOLATION; we serve the newest sealed version instead.
+    # README "Where we differ": the reference fails latest(1) with OUT_OF_RANGE (a later
+    # change exists); we still hold the sealed state at 1 and serve it. latest(2) selects the
+    # unsealed change: WRITE_FLOOR_VIOLATION in both.
     query = make_query(ABC)
     write_sealed(query, "t", 1, np.array([1, 2, 3], np.float32))
     stage.write_attribute(query, "t", 2, np.array([4, 5, 6], np.float32), is_array=False).wait()
-    assert read_values(query, "t", 2) == {"/World/A": 1.0, "/World/B": 2.0, "/World/C": 3.0}
+    assert read_values(query, "t", 1) == {"/World/A": 1.0, "/World/B": 2.0, "/World/C": 3.0}
+    with pytest.raises(OvstageError) as info:
+        read_values(query, "t", 2)
+    assert info.value.code == ErrorCode.WRITE_FLOOR_VIOLATION
     stage.advance_write_floor(2).wait()
     assert read_values(query, "t", 2) == {"/World/A": 4.0, "/World/B": 5.0, "/World/C": 6.0}
 

@@ -4,8 +4,10 @@ consumer thread reads the latest sealed frame at another rate.
 The producer never waits for its writes: it enqueues a frame (two attributes at the frame's
 ordinal, then a floor advance sealing it), keeps going, and now and then polls its pending
 operations with ``done()`` (a non-blocking poll) and releases the finished ones. The consumer
-reads whatever is sealed when it looks; each read is one consistent sealed snapshot, and a
-read never fails because the producer is writing meanwhile.
+asks for the write floor and reads the snapshot at it (``latest(floor)``); each read is one
+consistent sealed frame, and the producer's newer, unsealed writes never make it fail. Only when
+the producer seals a newer frame between the two calls is the snapshot gone (``OUT_OF_RANGE``),
+and the consumer simply asks again.
 
 Only deterministic facts are printed (totals, invariants, the final state), so the output is
 the same on every run; how many frames the consumer happened to see depends on timing.
@@ -88,17 +90,26 @@ class Consumer(threading.Thread):
         self.error: BaseException | None = None
 
     def read_latest(self) -> dict[str, np.ndarray]:
-        """The latest sealed value of both attributes, copied out of the read groups."""
-        out: dict[str, np.ndarray] = {}
+        """Both attributes at the write floor (the latest sealed frame), copied out of the read
+        groups."""
         attrs = ["temperature", "position"]
-        with self.stage.read_attributes(
-            self.query, attrs, ovstage.OrdinalRange.latest(FRAMES)
-        ) as read:
-            for group in read.groups():
-                with group:
-                    name = attrs[0] if group.attribute == self.temperature else attrs[1]
-                    out[name] = np.from_dlpack(group.dlpack(0)).copy()
-        return out
+        while True:
+            with self.stage.get_attribute_write_floor(None) as floor_query:
+                floor = floor_query.fetch()
+            out: dict[str, np.ndarray] = {}
+            try:
+                with self.stage.read_attributes(
+                    self.query, attrs, ovstage.OrdinalRange.latest(floor)
+                ) as read:
+                    for group in read.groups():
+                        with group:
+                            name = attrs[0] if group.attribute == self.temperature else attrs[1]
+                            out[name] = np.from_dlpack(group.dlpack(0)).copy()
+                return out
+            except ovstage.OvstageError as exc:
+                if exc.code != ovstage.ErrorCode.OUT_OF_RANGE:
+                    raise
+                # A newer frame was sealed after we asked for the floor: ask again.
 
     def run(self) -> None:
         try:
