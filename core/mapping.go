@@ -57,11 +57,14 @@ func (s *Stage) MapAttribute(req MapRequest) (uint64, uint64, error) {
 		return 0, 0, err
 	}
 	name := s.tokenName(attr)
-	if derivedBuiltins[name] {
-		return 0, 0, status.Errorf(status.NotSupported, "attribute %q is a derived built-in and cannot be mapped", name)
+	if err := checkNotDerived("", name); err != nil {
+		return 0, 0, err
 	}
 	if req.PrimMode != PrimModeUpsert && req.PrimMode != PrimModeInsert {
 		return 0, 0, status.Errorf(status.InvalidArgument, "prim_mode %d is not UPSERT (0) or INSERT (1)", req.PrimMode)
+	}
+	if _, reserved := recordedBuiltins[name]; reserved && req.DType == (tensor.DType{}) {
+		req.DType = pathIDType // the one kind a reserved name has: token ids
 	}
 	w := &preparedWrite{attr: attr, ordinal: req.Ordinal, primMode: req.PrimMode,
 		schema: column.Schema{IsArray: req.ElementSizes != nil, DType: req.DType, Semantic: req.Semantic}}
@@ -72,7 +75,7 @@ func (s *Stage) MapAttribute(req MapRequest) (uint64, uint64, error) {
 		if err := checkSemanticLayout("", req.Semantic, req.DType, w.schema.IsArray); err != nil {
 			return 0, 0, err
 		}
-		if err := checkBuiltinLayout("", name, req.DType, w.schema.IsArray); err != nil {
+		if err := checkReservedAttribute("", name, w.schema, false); err != nil {
 			return 0, 0, err
 		}
 	}
