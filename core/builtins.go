@@ -140,3 +140,10 @@ func (s *Stage) derivedGroupsLocked(q *Query, a uint64, name string, end uint64)
 	}
 	return []*Group{g}, nil
 }
+
+// builtinToken is the token of a built-in name (interned on first use; the names are valid
+// tokens, so this cannot fail).
+func (s *Stage) builtinToken(name string) uint64 {
+	t, _ := s.dict.InternToken(name)
+	return t
+}

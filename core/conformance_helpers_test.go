@@ -96,7 +96,7 @@ func (c *cstage) fails(code status.Code) func(op uint64, err error) string {
 	}
 }
 
-// find runs a filter query and lists the paths it selected.
+// find runs a filter query and lists the paths it selected, sorted.
 func (c *cstage) find(preds ...Predicate) []string {
 	c.t.Helper()
 	qh, op, err := c.s.Query(preds, nil)
@@ -107,6 +107,7 @@ func (c *cstage) find(preds ...Predicate) []string {
 	for _, id := range c.s.queries[qh].Paths {
 		out = append(out, c.s.pathName(id))
 	}
+	slices.Sort(out)
 	return out
 }
 

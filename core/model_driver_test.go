@@ -74,6 +74,8 @@ type driver struct {
 	maxOrd  uint64
 	step    int
 	fresh   int // clone target names used
+	// clones are the expected reports of the clones that will succeed (by op id)
+	clones map[uint64]CloneReport
 	// counters for the report
 	counts map[string]int
 }
@@ -142,6 +144,7 @@ func (d *driver) settle(op uint64, res WaitResult) {
 		}
 		d.counts["failed ops: "+code.String()]++
 	}
+	d.checkCloneReport(op, fails)
 	require.NoError(d.t, d.s.ReleaseOp(op))
 	d.m.finished(op)
 }
@@ -770,7 +773,8 @@ func TestModelRandomOps(t *testing.T) {
 			liveBefore := buffer.LiveCount()
 			s := NewStage("model", Config{Workers: modelWorkers})
 			d := &driver{t: t, rng: rand.New(rand.NewSource(int64(seed))), s: s,
-				m: newGoModel(s.isUnder), prims: slices.Clone(prims), attrs: attrs, counts: map[string]int{}}
+				m: newGoModel(s.isUnder), prims: slices.Clone(prims), attrs: attrs, counts: map[string]int{},
+				clones: map[uint64]CloneReport{}}
 			defer func() {
 				d.openGate()
 				s.Destroy()

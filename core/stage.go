@@ -65,6 +65,9 @@ type Stage struct {
 	groups         map[uint64]*Group
 	ordinalQueries map[uint64]*OrdinalQuery
 	maps           map[uint64]*Map
+	// clones holds each tracked clone op's record (its report once done); forgotten with the
+	// op id (forgetOpLocked).
+	clones map[uint64]*cloneRecord
 	// toStart holds ops enqueued under s.mu; unlockAndStart submits them once the lock is
 	// released, because a ready op may run inline and take s.mu itself (see enqueue.go).
 	toStart    []startItem
@@ -91,7 +94,7 @@ func NewStage(name string, cfg Config) *Stage {
 		columns: map[uint64][]*column.Column{},
 		floors:  newFloors(), requested: newFloors(),
 		queries: map[uint64]*Query{}, reads: map[uint64]*Read{}, groups: map[uint64]*Group{},
-		ordinalQueries: map[uint64]*OrdinalQuery{}, maps: map[uint64]*Map{},
+		ordinalQueries: map[uint64]*OrdinalQuery{}, maps: map[uint64]*Map{}, clones: map[uint64]*cloneRecord{},
 		closing: make(chan struct{}),
 	}
 	s.toStart = s.toStartBuf[:0]
@@ -156,7 +159,7 @@ func (s *Stage) Destroy() {
 		}
 	}
 	s.groups, s.reads, s.queries, s.columns, s.ordinalQueries, s.maps = nil, nil, nil, nil, nil, nil
-	s.ops = map[uint64]*sched.Op{}
+	s.ops, s.clones = map[uint64]*sched.Op{}, map[uint64]*cloneRecord{}
 	s.sourcesDone = nil
 	if LiveStages() == 0 {
 		buffer.Trim() // no stage left to reuse recycled buffers
@@ -284,8 +287,14 @@ func (s *Stage) ReleaseOp(id uint64) error {
 	if _, ok := s.ops[id]; !ok {
 		return status.Errorf(status.InvalidHandle, "op id %d is unknown to stage %d (never issued, or already released)", id, s.ID)
 	}
-	delete(s.ops, id)
+	s.forgetOpLocked(id)
 	return nil
+}
+
+// forgetOpLocked drops op id from the op table, with what the stage keeps for it.
+func (s *Stage) forgetOpLocked(id uint64) {
+	delete(s.ops, id)
+	delete(s.clones, id)
 }
 
 // DetachOp says nobody will wait for op id any more (its owner, such as a garbage-collected
@@ -302,7 +311,7 @@ func (s *Stage) DetachOp(id uint64) error {
 		return status.Errorf(status.InvalidHandle, "op id %d is unknown to stage %d (never issued, or already released)", id, s.ID)
 	}
 	if op.Detach() {
-		delete(s.ops, id)
+		s.forgetOpLocked(id)
 	}
 	return nil
 }
@@ -311,7 +320,7 @@ func (s *Stage) DetachOp(id uint64) error {
 func (s *Stage) forgetDetached(op *sched.Op) {
 	s.mu.Lock()
 	if s.ops[op.ID] == op {
-		delete(s.ops, op.ID)
+		s.forgetOpLocked(op.ID)
 	}
 	s.mu.Unlock()
 }

@@ -40,6 +40,9 @@ type Delta struct {
 	WidthElems int64
 	// Tombstone deletes the rows instead of writing them (no payload).
 	Tombstone bool
+	// Untracked changes keep no change record (a clone's copy of a connection whose name
+	// also has a value: the name's change is recorded through the value only).
+	Untracked bool
 }
 
 // row returns the byte offset and element count of array source row s.
@@ -168,7 +171,9 @@ func (c *Column) Stage(prims []uint64, d *Delta) bool {
 		c.lastPrims, c.lastRows, c.lastGen = prims, d.Rows, c.layout
 	}
 	c.insertPending(d)
-	c.addRecord(record{ordinal: d.Ordinal, seq: d.Seq, rows: d.Rows, tombstone: d.Tombstone})
+	if !d.Untracked {
+		c.addRecord(record{ordinal: d.Ordinal, seq: d.Seq, rows: d.Rows, tombstone: d.Tombstone})
+	}
 	return c.layout != gen
 }
 
