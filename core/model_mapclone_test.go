@@ -41,6 +41,9 @@ type mapSession struct {
 	group         *MapGroup
 	rows          [][]byte // the buffer contents to commit (as fetched, then edited)
 	committed     bool     // the group was committed by unmap_group
+	// commitFails: the codes the unmap_group commit fails with (a failure makes the session
+	// terminal: the final unmap returns it)
+	commitFails map[status.Code]bool
 }
 
 // mapOpen enqueues a map session over a random query.
@@ -171,6 +174,9 @@ func (d *driver) mapCommit(sess *mapSession, final bool) {
 	if len(errs) == 0 && (!final || !sess.committed) {
 		errs = d.m.writeErrors(sess.attr, sess.setup.dt, sess.ordinal, targets, true, sess.insert)
 	}
+	if final && len(sess.commitFails) > 0 {
+		errs = sess.commitFails // terminal: the remembered failure, nothing written
+	}
 	var op uint64
 	var err error
 	if final {
@@ -178,7 +184,7 @@ func (d *driver) mapCommit(sess *mapSession, final bool) {
 		d.maps = slices.DeleteFunc(d.maps, func(s *mapSession) bool { return s == sess })
 	} else {
 		op, err = d.s.UnmapGroup(sess.handle, sess.group.ID)
-		sess.committed = true
+		sess.committed, sess.commitFails = true, errs
 	}
 	d.trace("unmap %d final %v paths %v -> op %d err %v (want failure %v)", sess.handle, final, sess.q.paths, op, err, errs)
 	require.NoError(d.t, err)
