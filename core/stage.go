@@ -65,6 +65,12 @@ type Stage struct {
 	groups         map[uint64]*Group
 	ordinalQueries map[uint64]*OrdinalQuery
 	maps           map[uint64]*Map
+	// hierarchyModel is what RUNTIME_DEFAULT names for this stage (Config.HierarchyModel);
+	// hierarchySeen holds the stage counts of the hierarchy's input columns at the last world
+	// computation (a floor advance computes again only when they changed).
+	hierarchyModel int32
+	hierarchySeen  map[*column.Column]uint64
+	hierToks       hierarchyTokens
 	// clones holds each tracked clone op's record (its report once done); forgotten with the
 	// op id (forgetOpLocked).
 	clones map[uint64]*cloneRecord
@@ -83,6 +89,9 @@ type Stage struct {
 type Config struct {
 	// Workers bounds parallel op execution (<= 0: GOMAXPROCS).
 	Workers int
+	// HierarchyModel is the hierarchy model RUNTIME_DEFAULT resolves to, also run by floor
+	// advances over the world matrices (0: CPU_INCREMENTAL).
+	HierarchyModel int32
 }
 
 // NewStage creates a stage and registers it.
@@ -95,9 +104,10 @@ func NewStage(name string, cfg Config) *Stage {
 		floors:  newFloors(), requested: newFloors(),
 		queries: map[uint64]*Query{}, reads: map[uint64]*Read{}, groups: map[uint64]*Group{},
 		ordinalQueries: map[uint64]*OrdinalQuery{}, maps: map[uint64]*Map{}, clones: map[uint64]*cloneRecord{},
-		closing: make(chan struct{}),
+		closing: make(chan struct{}), hierarchyModel: cfg.HierarchyModel,
 	}
 	s.toStart = s.toStartBuf[:0]
+	s.hierToks = newHierarchyTokens(s)
 	s.pool.OnDetachedDone = s.forgetDetached
 	s.onCreated()
 	stagesMu.Lock()

@@ -111,6 +111,9 @@ type Column struct {
 
 	pending []*Delta
 	records []record
+	// staged counts Stage calls: a consumer that derives data from the column (the
+	// hierarchy's world transforms) tells from it whether the column changed since it looked.
+	staged uint64
 	// frontier: records at or above it are exact (older ones were dropped).
 	frontier  uint64
 	retention int
@@ -171,10 +174,18 @@ func (c *Column) Stage(prims []uint64, d *Delta) bool {
 		c.lastPrims, c.lastRows, c.lastGen = prims, d.Rows, c.layout
 	}
 	c.insertPending(d)
+	c.staged++
 	if !d.Untracked {
 		c.addRecord(record{ordinal: d.Ordinal, seq: d.Seq, rows: d.Rows, tombstone: d.Tombstone})
 	}
 	return c.layout != gen
+}
+
+// StageCount is the number of mutations staged so far (it only grows).
+func (c *Column) StageCount() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.staged
 }
 
 // latestPendingLocked is the ordinal of row r's latest unsealed change (0 if none). Only error
