@@ -67,7 +67,7 @@ func (s *Stage) cloneTargets(src uint64, source string, targets []string) ([]uin
 	for i, t := range targets {
 		d, err := s.dict.InternPath(t)
 		if err != nil {
-			return nil, status.Errorf(status.InvalidArgument, "clone: target_paths[%d] is not a valid prim path: %v", i, err)
+			return nil, status.Errorf(status.InvalidArgument, "clone: target_paths[%d]: %v (not a valid prim path)", i, err)
 		}
 		if d == pathdict.Root {
 			return nil, status.Errorf(status.InvalidArgument, "clone: target_paths[%d] is %q, the pseudo-root, not a prim path", i, t)

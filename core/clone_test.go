@@ -137,9 +137,9 @@ func TestCloneEnqueueRejections(t *testing.T) {
 	c := newCStage(t)
 	c.ok(c.write([]string{"/S"}, "m", 1, false, SemanticNone, fixedTensor(dtF32, f32s(1))))
 	for targets, want := range map[[2]string]string{
-		{"/C1", ""}:      "target_paths[1] is not a valid prim path: Path string must be non-empty",
-		{"C2", "/C1"}:    "target_paths[0] is not a valid prim path: Path string must be absolute",
-		{"/a//b", "/C"}:  "target_paths[0] is not a valid prim path",
+		{"/C1", ""}:      "target_paths[1]: Path string must be non-empty (not a valid prim path)",
+		{"C2", "/C1"}:    "target_paths[0]: Path string must be absolute",
+		{"/a//b", "/C"}:  "(not a valid prim path)",
 		{"/C1", "/"}:     `target_paths[1] is "/", the pseudo-root`,
 		{"/C3", "/C3"}:   "duplicate target path '/C3' (target_paths[0] and [1])",
 		{"/C1", "/S/In"}: `target_paths[1]: "/S/In" is inside the source subtree "/S"`,
