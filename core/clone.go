@@ -427,7 +427,7 @@ func (s *Stage) cloneDeltasLocked(op *sched.Op, plan *clonePlan) ([]stagedClone,
 			st.delta.Payload.Release()
 		}
 	}
-	union := s.tagSetToken()
+	union := s.tagSetTokens()
 	for _, cs := range plan.sources {
 		for _, untracked := range []bool{false, true} {
 			var prims []uint64
@@ -471,9 +471,9 @@ func (s *Stage) cloneDeltasLocked(op *sched.Op, plan *clonePlan) ([]stagedClone,
 	return out, nil
 }
 
-// tagSetToken returns the tokens of the tag-set built-ins a merge unites (usd-schemas,
+// tagSetTokens returns the tokens of the tag-set built-ins a merge unites (usd-schemas,
 // usd-ancestor-types) that the dictionary knows.
-func (s *Stage) tagSetToken() map[uint64]bool {
+func (s *Stage) tagSetTokens() map[uint64]bool {
 	out := map[uint64]bool{}
 	for _, name := range []string{BuiltinSchemas, BuiltinAncestorTypes} {
 		if t := s.builtinToken(name); t != 0 {
