@@ -33,8 +33,8 @@ func (s *Stage) DeleteAttributes(req DeleteRequest) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
-		if n := s.tokenName(a); derivedBuiltins[n] {
-			return 0, status.Errorf(status.NotSupported, "attributes[%d]: %q is a derived built-in and cannot be deleted", i, n)
+		if err := checkNotDerived(fmt.Sprintf("attributes[%d]: ", i), s.tokenName(a)); err != nil {
+			return 0, err
 		}
 		attrs[i] = a
 	}

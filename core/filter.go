@@ -56,6 +56,8 @@ var builtinOps = map[string][]FilterOp{
 	BuiltinChildren: {OpHas, OpContains},
 	BuiltinPrimType: {OpHas, OpIn, OpPrefix, OpLT, OpLE, OpGT, OpGE},
 	BuiltinSchemas:  {OpHas, OpContains},
+	// usd-ancestor-types: a token-id array like usd-schemas.
+	BuiltinAncestorTypes: {OpHas, OpContains},
 }
 
 func (s *Stage) checkPredicate(i int, p Predicate) error {
@@ -71,7 +73,7 @@ func (s *Stage) checkPredicate(i int, p Predicate) error {
 			return status.Errorf(status.NotSupported, "filter predicate %d: %s is not supported on %q", i, p.Op, name)
 		}
 	} else if p.Op == OpContains {
-		return status.Errorf(status.NotSupported, "filter predicate %d: CONTAINS is supported on usd-children and usd-schemas only, not on %q", i, name)
+		return status.Errorf(status.NotSupported, "filter predicate %d: CONTAINS is supported on usd-children, usd-schemas and usd-ancestor-types only, not on %q", i, name)
 	}
 	if p.Op.comparison() && len(p.Values) != 1 {
 		return status.Errorf(status.InvalidArgument, "filter predicate %d: %s takes exactly one value, got %d", i, p.Op, len(p.Values))
@@ -231,11 +233,11 @@ func (s *Stage) matchDerivedLocked(name string, p Predicate, prims []uint64, kee
 }
 
 // valueMatcher compares a column's committed values with the predicate: token columns (token
-// ids: TOKEN_ID semantic or the usd-prim-type/usd-schemas built-ins) by their strings, numeric
+// ids: TOKEN_ID semantic or the recorded built-ins) by their strings, numeric
 // one-lane columns numerically.
 func (s *Stage) valueMatcher(i int, p Predicate, name string, c *column.Column) (func([]byte) (bool, error), error) {
 	dt := c.Schema.DType
-	tokens := name == BuiltinPrimType || name == BuiltinSchemas || c.Schema.Semantic == SemanticTokenID
+	tokens := isTokenBuiltin(name) || c.Schema.Semantic == SemanticTokenID
 	if tokens && dt.Code == tensor.CodeUInt && dt.Bits == 64 && dt.Lanes == 1 {
 		return func(value []byte) (bool, error) {
 			for off := 0; off+8 <= len(value); off += 8 {

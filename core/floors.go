@@ -107,7 +107,8 @@ func (s *Stage) AdvanceWriteFloor(ordinal uint64, scope Scope, attrs []uint64) (
 	}
 	adv := s.planAdvanceLocked(ordinal, scope, attrs)
 	s.requested.apply(adv)
-	op := s.enqueueLocked(opSpec{deps: deps, advance: true, ordinal: ordinal, run: func(*sched.Op) error {
+	op := s.enqueueLocked(opSpec{deps: deps, advance: true, ordinal: ordinal, run: func(op *sched.Op) error {
+		s.autoComputeHierarchy(op, adv) // before the floors move (hierarchy.go)
 		return s.applyFloor(adv)
 	}})
 	return op.ID, nil

@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/binary"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -103,9 +104,10 @@ func (s *Stage) orderingDepsLocked(ordinal uint64) []*sched.Op {
 }
 
 // GetHierarchy enqueues a hierarchy query: for each path of the list (copied now), its
-// parent, children or siblings among the prims the stage holds. Hierarchy comes from path
-// components, so client-authored prims have it too. The op runs after every pending
-// mutation at or below ordinal and every pending floor advance; it returns (handle, op id).
+// parent, children or siblings among the prims the stage holds, as committed when the op runs.
+// Hierarchy comes from path components, so client-authored prims have it too. ordinal selects
+// no snapshot: it orders the op after every pending mutation at or below it (and every pending
+// floor advance) and is returned in the result. It returns (handle, op id).
 func (s *Stage) GetHierarchy(list pathdict.ListID, ordinal uint64, relation int32) (uint64, uint64, error) {
 	if relation != RelationParent && relation != RelationChildren && relation != RelationSiblings {
 		return 0, 0, status.Errorf(status.InvalidArgument, "relation %d is not PARENT (0), CHILDREN (1) or SIBLINGS (2)", relation)
@@ -176,7 +178,10 @@ func (s *Stage) relationsLocked(paths []uint64, ordinal uint64, relation int32) 
 			for c := range s.childrenLocked(p) {
 				related = append(related, c)
 			}
-		case RelationSiblings:
+		case RelationSiblings: // a top-level prim has none (the pseudo-root is no parent)
+			if parent == 0 || parent == pathdict.Root {
+				break
+			}
 			for c := range s.childrenLocked(parent) {
 				if c != p {
 					related = append(related, c)
@@ -221,7 +226,7 @@ func (s *Stage) ReleaseHierarchy(h uint64) (uint64, error) {
 	return op.ID, nil
 }
 
-// Hierarchy computation models (spec §3.18).
+// Hierarchy computation models (the ids of the C API).
 const (
 	ModelInvalid        int32 = 0
 	ModelCPUIncremental int32 = 1
@@ -237,16 +242,22 @@ type HierarchyModel struct {
 	Description string
 }
 
-// HierarchyModels lists the models this build implements: the CPU model only.
+// HierarchyModels lists the four models of the API. Only the CPU model is built: the GPU ones
+// are listed for compatibility and compute_hierarchy refuses them (NOT_SUPPORTED).
 func HierarchyModels() []HierarchyModel {
-	return []HierarchyModel{{
-		ID:   ModelCPUIncremental,
-		Name: "CPU_INCREMENTAL",
-		Description: "CPU world transforms: omni:fabric:worldMatrix = omni:xform * parent world " +
-			"(USD row-vector convention; omni:resetXformStack makes a prim's world its local " +
-			"transform) for every prim that already has omni:fabric:worldMatrix. GPU models are " +
-			"not in this build.",
-	}}
+	return []HierarchyModel{
+		{ID: ModelCPUIncremental, Name: "cpu-incremental", Description: "CPU world transforms: " +
+			"omni:fabric:worldMatrix = omni:xform * parent world (USD row-vector convention; " +
+			"omni:resetXformStack makes a prim's world its local transform) for every prim that " +
+			"already has omni:fabric:worldMatrix."},
+		{ID: ModelGPUIncremental, Name: "gpu-incremental", Description: "GPU incremental world transforms: " +
+			"not in this build (compute_hierarchy returns NOT_SUPPORTED)."},
+		{ID: ModelGPUGlobal, Name: "gpu-global", Description: "GPU world transforms of the whole hierarchy: " +
+			"not in this build (compute_hierarchy returns NOT_SUPPORTED)."},
+		{ID: ModelRuntimeDefault, Name: "runtime-default", Description: "The model the stage captured when " +
+			"it was created (cpu-incremental unless configured); also what a floor advance over " +
+			"omni:fabric:worldMatrix runs when the hierarchy has pending changes."},
+	}
 }
 
 // Attribute names the hierarchy model reads and writes.
@@ -256,13 +267,18 @@ const (
 	AttrWorldMatrix     = "omni:fabric:worldMatrix"
 )
 
-// runtimeDefaultHierarchyModel is what RUNTIME_DEFAULT resolves to (a process configuration
-// may choose another model; the only one built is CPU_INCREMENTAL).
-func runtimeDefaultHierarchyModel() int32 { return ModelCPUIncremental }
+// runtimeDefaultModel is what RUNTIME_DEFAULT resolves to for this stage: the model its
+// configuration names, CPU_INCREMENTAL when it names none.
+func (s *Stage) runtimeDefaultModel() int32 {
+	if m := s.hierarchyModel; m != ModelInvalid && m != ModelRuntimeDefault {
+		return m
+	}
+	return ModelCPUIncremental
+}
 
-func resolveHierarchyModel(model int32) (int32, error) {
+func (s *Stage) resolveHierarchyModel(model int32) (int32, error) {
 	if model == ModelRuntimeDefault {
-		model = runtimeDefaultHierarchyModel()
+		model = s.runtimeDefaultModel()
 	}
 	switch model {
 	case ModelCPUIncremental:
@@ -276,39 +292,68 @@ func resolveHierarchyModel(model int32) (int32, error) {
 	return 0, status.Errorf(status.InvalidArgument, "model %d is not a hierarchy computation model (CPU_INCREMENTAL=1, GPU_INCREMENTAL=2, GPU_GLOBAL=3, RUNTIME_DEFAULT=4)", model)
 }
 
-// ComputeHierarchy enqueues a world-transform computation: from the latest sealed omni:xform
-// and omni:resetXformStack values it writes omni:fabric:worldMatrix at outputOrdinal (a
-// mutation: floor admission applies, and later floor advances seal it) for every prim that
-// already carries omni:fabric:worldMatrix; it never creates that attribute. It runs after
-// pending floor advances and pending mutations at or below inputOrdinal. Ordinals do not
-// select historical snapshots (latest only, like the reference).
+// hierarchyTokens are the attributes the computation reads (local transform, reset flag) and
+// writes (world matrix).
+type hierarchyTokens struct{ xform, reset, world uint64 }
+
+func newHierarchyTokens(s *Stage) hierarchyTokens {
+	return hierarchyTokens{s.builtinToken(AttrXform), s.builtinToken(AttrResetXformStack), s.builtinToken(AttrWorldMatrix)}
+}
+
+// ComputeHierarchy enqueues a world-transform computation: from the newest committed
+// omni:xform and omni:resetXformStack values it derives omni:fabric:worldMatrix for every
+// prim that already carries it (it never creates that attribute), and records a change at
+// outputOrdinal for each row whose value it changes. outputOrdinal is not subject to the
+// write floor: a row recorded at a sealed ordinal is folded in at once, and readers that
+// consumed that ordinal earlier do not see it. inputOrdinal selects no snapshot: the op runs
+// after the pending floor advances and the pending mutations at or below it.
 func (s *Stage) ComputeHierarchy(model int32, inputOrdinal, outputOrdinal uint64) (uint64, error) {
-	if _, err := resolveHierarchyModel(model); err != nil {
+	if _, err := s.resolveHierarchyModel(model); err != nil {
 		return 0, err
 	}
-	var toks [3]uint64
-	for i, name := range []string{AttrXform, AttrResetXformStack, AttrWorldMatrix} {
-		t, err := s.dict.InternToken(name)
-		if err != nil {
-			return 0, status.Errorf(status.Internal, "intern %q: %v", name, err)
-		}
-		toks[i] = t
-	}
+	toks := s.hierToks
 	s.mu.Lock()
 	defer s.unlockAndStart()
 	if err := s.checkLiveLocked(); err != nil {
 		return 0, err
 	}
-	if err := s.checkAdmission(s.requested.effective(toks[2]), outputOrdinal, toks[2]); err != nil {
-		return 0, err
-	}
 	op := s.enqueueLocked(opSpec{
 		deps: s.orderingDepsLocked(inputOrdinal), mutation: true, ordinal: outputOrdinal,
 		run: func(op *sched.Op) error {
-			return s.applyComputeHierarchy(op, outputOrdinal, toks[0], toks[1], toks[2])
+			n, err := s.computeWorldMatrices(op, toks, outputOrdinal, false)
+			if err == nil {
+				logbus.Logf(logbus.Info, logbus.ChannelHierarchy, "stage %d: compute_hierarchy at ordinal %d changed %d world matrices", s.ID, outputOrdinal, n)
+			}
+			return err
 		},
 	})
 	return op.ID, nil
+}
+
+// autoComputeHierarchy runs before a floor advance moves the floors: when the advance covers
+// omni:fabric:worldMatrix and the hierarchy's inputs changed since the last computation, the
+// runtime-default model records the rows it changes at the advance's ordinal. An advance never
+// fails, so a computation that cannot run is logged and skipped.
+func (s *Stage) autoComputeHierarchy(op *sched.Op, adv floorAdvance) {
+	toks := s.hierToks
+	if !adv.global && !slices.Contains(adv.attrs, toks.world) {
+		return
+	}
+	if none, _ := locked(s, func() (bool, error) { return len(s.columns[toks.world]) == 0, nil }); none {
+		return // the common case: no world matrices to maintain
+	}
+	if model := s.runtimeDefaultModel(); model != ModelCPUIncremental {
+		logbus.Logf(logbus.Warning, logbus.ChannelHierarchy, "stage %d: floor advance to %d: the runtime-default hierarchy model %d is not in this build; world matrices were not updated",
+			s.ID, adv.ordinal, model)
+		return
+	}
+	n, err := s.computeWorldMatrices(op, toks, adv.ordinal, true)
+	switch {
+	case err != nil:
+		logbus.Logf(logbus.Warning, logbus.ChannelHierarchy, "stage %d: floor advance to %d: world matrices were not updated: %s", s.ID, adv.ordinal, status.Describe(err))
+	case n > 0:
+		logbus.Logf(logbus.Info, logbus.ChannelHierarchy, "stage %d: floor advance to %d updated %d world matrices", s.ID, adv.ordinal, n)
+	}
 }
 
 type mat4 [16]float64
@@ -362,63 +407,63 @@ func writeMatrix(b []byte, bits uint8, m mat4) {
 	}
 }
 
-// sealedValuesLocked calls fn with each prim's sealed value bytes, for every column of attr.
-// A column whose schema accept rejects fails the op if it holds any sealed value.
-func (s *Stage) sealedValuesLocked(attr uint64, accept func(column.Schema) bool, want string,
+// committedValuesLocked calls fn with each prim's committed value bytes, for every column of
+// attr. A column whose schema accept rejects fails the computation if any prim carries it.
+func (s *Stage) committedValuesLocked(attr uint64, accept func(column.Schema) bool, want string,
 	fn func(c *column.Column, prim uint64, value []byte)) error {
 	for _, c := range s.columns[attr] {
-		prims, rows, snap := c.SealedFixed()
-		if len(prims) > 0 && !accept(c.Schema) {
-			snap.Release()
+		prims := c.LivePrims()
+		if len(prims) == 0 {
+			continue
+		}
+		if !accept(c.Schema) {
 			return status.Errorf(status.InvalidArgument, "attribute %q is stored as %s (is_array=%v) on %s; the CPU hierarchy model reads %s",
 				s.tokenName(attr), c.Schema.DType, c.Schema.IsArray, s.pathName(prims[0]), want)
 		}
-		if len(prims) > 0 {
-			host, err := c.HostCopy(snap.Views[0].Buffer) // GPU columns: a host copy
-			if err != nil {
-				snap.Release()
-				return err
-			}
-			data := host.Bytes()
-			rb := c.RowBytes()
-			for k, p := range prims {
-				fn(c, p, data[int(rows[k])*rb:int(rows[k]+1)*rb])
-			}
-			host.Release()
-		}
-		if snap.Views != nil {
-			snap.Release()
-		}
+		c.Committed(prims, func(k int, v []byte) { fn(c, prims[k], v) })
 	}
 	return nil
 }
 
-// hierarchyInputs is what compute_hierarchy reads under the stage lock: the world-matrix
-// columns to update (and their prims), the sealed local transforms and reset flags.
+// hierarchyInputs is what a computation reads under the stage lock: the world-matrix columns
+// to update (their prims and current values), the local transforms and reset flags.
 type hierarchyInputs struct {
 	targets []hierarchyTarget
 	locals  map[uint64]mat4
 	resets  map[uint64]bool
+	seen    map[*column.Column]uint64 // the input columns' stage counts
 }
 
 type hierarchyTarget struct {
-	col   *column.Column
-	prims []uint64
+	col     *column.Column
+	prims   []uint64
+	current [][]byte
 }
 
-// gatherHierarchy checks compute_hierarchy against the applied state and reads its inputs
-// (no targets: nothing carries the world matrix).
-func (s *Stage) gatherHierarchy(ordinal, xformTok, resetTok, worldTok uint64) (hierarchyInputs, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// inputCountsLocked is the stage count of every column the computation reads.
+func (s *Stage) inputCountsLocked(toks hierarchyTokens) map[*column.Column]uint64 {
+	out := map[*column.Column]uint64{}
+	for _, a := range []uint64{toks.xform, toks.reset} {
+		for _, c := range s.columns[a] {
+			out[c] = c.StageCount()
+		}
+	}
+	return out
+}
+
+// gatherHierarchyLocked reads a computation's inputs (no targets: nothing carries the world
+// matrix). onlyIfChanged skips it (no targets) when no input column changed since the last
+// computation.
+func (s *Stage) gatherHierarchyLocked(toks hierarchyTokens, onlyIfChanged bool) (hierarchyInputs, error) {
 	var in hierarchyInputs
-	if err := s.checkLiveLocked(); err != nil {
-		return in, err
+	if len(s.columns[toks.world]) == 0 {
+		return in, nil
 	}
-	if err := s.checkAdmission(s.floors.effective(worldTok), ordinal, worldTok); err != nil {
-		return in, err
+	in.seen = s.inputCountsLocked(toks)
+	if onlyIfChanged && maps.Equal(in.seen, s.hierarchySeen) {
+		return in, nil
 	}
-	for _, c := range s.columns[worldTok] {
+	for _, c := range s.columns[toks.world] {
 		prims := c.LivePrims()
 		if len(prims) == 0 {
 			continue
@@ -427,33 +472,36 @@ func (s *Stage) gatherHierarchy(ordinal, xformTok, resetTok, worldTok uint64) (h
 			return in, status.Errorf(status.InvalidArgument, "attribute %q is stored as %s (is_array=%v) on %s; the CPU hierarchy model writes float64x16 or float32x16",
 				AttrWorldMatrix, c.Schema.DType, c.Schema.IsArray, s.pathName(prims[0]))
 		}
-		in.targets = append(in.targets, hierarchyTarget{c, prims})
-	}
-	if len(in.targets) == 0 {
-		return in, nil
+		t := hierarchyTarget{col: c, prims: prims, current: make([][]byte, len(prims))}
+		c.Committed(prims, func(k int, v []byte) { t.current[k] = slices.Clone(v) })
+		in.targets = append(in.targets, t)
 	}
 	in.locals, in.resets = map[uint64]mat4{}, map[uint64]bool{}
-	err := s.sealedValuesLocked(xformTok, isMatrixSchema, "float64x16 or float32x16 matrices",
+	err := s.committedValuesLocked(toks.xform, isMatrixSchema, "float64x16 or float32x16 matrices",
 		func(c *column.Column, p uint64, v []byte) { in.locals[p] = readMatrix(v, c.Schema.DType.Bits) })
 	if err == nil {
-		err = s.sealedValuesLocked(resetTok, isFlagSchema, "one bool (or 8-bit integer) per prim",
+		err = s.committedValuesLocked(toks.reset, isFlagSchema, "one bool (or 8-bit integer) per prim",
 			func(_ *column.Column, p uint64, v []byte) { in.resets[p] = v[0] != 0 })
 	}
 	return in, err
 }
 
-func (s *Stage) applyComputeHierarchy(op *sched.Op, ordinal, xformTok, resetTok, worldTok uint64) error {
-	in, err := s.gatherHierarchy(ordinal, xformTok, resetTok, worldTok)
-	if err != nil {
-		return err
+// computeWorldMatrices derives the world matrices from the committed inputs and stages the
+// rows whose value changes at ordinal (seq orders them among same-ordinal changes); a row at
+// or below the column's floor is folded in at once. It returns the number of rows changed.
+func (s *Stage) computeWorldMatrices(op *sched.Op, toks hierarchyTokens, ordinal uint64, onlyIfChanged bool) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkLiveLocked(); err != nil {
+		return 0, err
 	}
-	if len(in.targets) == 0 {
-		logbus.Logf(logbus.Info, logbus.ChannelHierarchy, "stage %d: compute_hierarchy at ordinal %d: no prim carries %q, nothing to update (the model never creates it)",
-			s.ID, ordinal, AttrWorldMatrix)
-		return nil
+	in, err := s.gatherHierarchyLocked(toks, onlyIfChanged)
+	if err != nil || len(in.targets) == 0 {
+		if err == nil && in.seen != nil {
+			s.hierarchySeen = in.seen
+		}
+		return 0, err
 	}
-	targets, locals, resets := in.targets, in.locals, in.resets
-
 	worlds := map[uint64]mat4{}
 	var world func(p uint64) mat4
 	world = func(p uint64) mat4 {
@@ -463,33 +511,59 @@ func (s *Stage) applyComputeHierarchy(op *sched.Op, ordinal, xformTok, resetTok,
 		if w, ok := worlds[p]; ok {
 			return w
 		}
-		local, ok := locals[p]
+		local, ok := in.locals[p]
 		if !ok {
 			local = identity
 		}
 		w := local
-		if !resets[p] {
+		if !in.resets[p] {
 			w = mul(local, world(s.dict.Parent(p)))
 		}
 		worlds[p] = w
 		return w
 	}
-	updated := 0
-	for _, t := range targets {
-		bits := t.col.Schema.DType.Bits
-		rb := t.col.RowBytes()
-		payload, err := buffer.New(len(t.prims) * rb)
-		if err != nil {
-			return err
-		}
-		dst := payload.Bytes()
-		for k, p := range t.prims {
-			writeMatrix(dst[k*rb:(k+1)*rb], bits, world(p))
-		}
-		t.col.Stage(t.prims, &column.Delta{Ordinal: ordinal, Seq: op.ID, Payload: payload})
-		updated += len(t.prims)
+	type staged struct {
+		col   *column.Column
+		prims []uint64
+		delta *column.Delta
 	}
-	logbus.Logf(logbus.Info, logbus.ChannelHierarchy, "stage %d: compute_hierarchy at ordinal %d updated %d world matrices from %d local transforms",
-		s.ID, ordinal, updated, len(locals))
-	return nil
+	var out []staged
+	changed := 0
+	for _, t := range in.targets {
+		bits, rb := t.col.Schema.DType.Bits, t.col.RowBytes()
+		row := make([]byte, rb)
+		var prims []uint64
+		var rows []byte
+		for k, p := range t.prims {
+			writeMatrix(row, bits, world(p))
+			if !slices.Equal(row, t.current[k]) {
+				prims = append(prims, p)
+				rows = append(rows, row...)
+			}
+		}
+		if len(prims) == 0 {
+			continue
+		}
+		payload, err := buffer.New(len(rows))
+		if err != nil {
+			for _, st := range out {
+				st.delta.Payload.Release()
+			}
+			return 0, err
+		}
+		copy(payload.Bytes(), rows)
+		out = append(out, staged{t.col, prims, &column.Delta{Ordinal: ordinal, Seq: op.ID, Payload: payload}})
+		changed += len(prims)
+	}
+	floor := s.floors.effective(toks.world)
+	for _, st := range out {
+		st.col.Stage(st.prims, st.delta)
+		if ordinal <= floor {
+			if err := st.col.Seal(floor); err != nil {
+				return changed, err
+			}
+		}
+	}
+	s.hierarchySeen = in.seen
+	return changed, nil
 }

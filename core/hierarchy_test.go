@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"testing"
 	"unsafe"
 
@@ -136,7 +137,8 @@ func TestHierarchyRelations(t *testing.T) {
 
 	codes, got = h.relations(RelationSiblings, in...)
 	assert.Equal(t, wantCodes, codes)
-	assert.Equal(t, [][]string{{"/Top"}, {"/World/B"}, {}, {"/World"}, {}, {}}, got)
+	assert.Equal(t, [][]string{{}, {"/World/B"}, {}, {}, {}, {}}, got,
+		"a top-level prim has no siblings (the pseudo-root is no parent)")
 }
 
 func TestHierarchyFollowsWholePrimDeletes(t *testing.T) {
@@ -242,8 +244,8 @@ func TestComputeHierarchyWorldMatrices(t *testing.T) {
 	zero := make([]mat4, len(all)-1)
 	// Every prim but /W/A/N carries a world matrix to update.
 	h.matrices([]string{"/W", "/W/A", "/W/A/B", "/W/R"}, AttrWorldMatrix, 1, zero...)
-	h.seal(1)
 
+	// The inputs are committed, not sealed: the computation reads the newest committed values.
 	op, err := h.s.ComputeHierarchy(ModelCPUIncremental, 1, 2)
 	require.NoError(t, err)
 	require.NoError(t, h.wait(op))
@@ -260,18 +262,15 @@ func TestComputeHierarchyWorldMatrices(t *testing.T) {
 	_, has := got["/W/A/N"]
 	assert.False(t, has, "a prim without omni:fabric:worldMatrix does not get one")
 
-	// Unsealed xform changes are not read: the sealed value is.
-	h.matrices([]string{"/W"}, AttrWorldMatrix, 3, mat4{})
-	h.seal(3)
-	require.Equal(t, mat4{}, h.readMatrices(AttrWorldMatrix, "/W")["/W"])
+	// An input committed after input_ordinal is read too (input_ordinal selects no snapshot).
 	h.matrices([]string{"/W"}, AttrXform, 10, translate(100, 0, 0))
-	op, err = h.s.ComputeHierarchy(ModelRuntimeDefault, 10, 11)
+	op, err = h.s.ComputeHierarchy(ModelRuntimeDefault, 5, 11)
 	require.NoError(t, err)
 	require.NoError(t, h.wait(op))
 	op, err = h.s.AdvanceWriteFloor(11, ScopeInclude, []uint64{h.token(AttrWorldMatrix)})
 	require.NoError(t, err)
 	require.NoError(t, h.wait(op))
-	assert.Equal(t, translate(1, 2, 3), h.readMatrices(AttrWorldMatrix, "/W")["/W"])
+	assert.Equal(t, translate(100, 0, 0), h.readMatrices(AttrWorldMatrix, "/W")["/W"])
 }
 
 func (h *hierStage) token(name string) uint64 {
@@ -303,10 +302,13 @@ func TestComputeHierarchyFloat32WorldAndNoCreation(t *testing.T) {
 
 func TestComputeHierarchyModelsAndAdmission(t *testing.T) {
 	h := newHierStage(t)
-	models := HierarchyModels()
-	require.Len(t, models, 1)
-	assert.Equal(t, ModelCPUIncremental, models[0].ID)
-	assert.Equal(t, "CPU_INCREMENTAL", models[0].Name)
+	var listed []string
+	for _, m := range HierarchyModels() {
+		listed = append(listed, fmt.Sprintf("%d %s", m.ID, m.Name))
+		assert.NotEmpty(t, m.Description)
+	}
+	assert.Equal(t, []string{"1 cpu-incremental", "2 gpu-incremental", "3 gpu-global", "4 runtime-default"}, listed,
+		"the four descriptors of the API (the GPU ones are not in this build)")
 
 	for _, m := range []int32{ModelGPUIncremental, ModelGPUGlobal} {
 		_, err := h.s.ComputeHierarchy(m, 1, 2)
@@ -318,9 +320,9 @@ func TestComputeHierarchyModelsAndAdmission(t *testing.T) {
 		assert.Equal(t, status.InvalidArgument, status.CodeOf(err), "model %d", m)
 	}
 	h.seal(5)
-	_, err := h.s.ComputeHierarchy(ModelCPUIncremental, 5, 5)
-	assert.Equal(t, status.WriteFloorViolation, status.CodeOf(err))
-	assert.Contains(t, status.MessageOf(err), AttrWorldMatrix)
+	op, err := h.s.ComputeHierarchy(ModelCPUIncremental, 5, 5)
+	require.NoError(t, err, "the output ordinal is not subject to the write floor")
+	require.NoError(t, h.wait(op))
 }
 
 func TestComputeHierarchyRejectsWrongSchemas(t *testing.T) {
@@ -333,4 +335,112 @@ func TestComputeHierarchyRejectsWrongSchemas(t *testing.T) {
 	err = h.wait(op)
 	require.Error(t, err)
 	assert.Contains(t, status.MessageOf(err), "writes float64x16 or float32x16")
+}
+
+// compute_hierarchy records a change only for the world-matrix rows whose value it changes.
+func TestComputeHierarchyRecordsOnlyChangedRows(t *testing.T) {
+	h := newHierStage(t)
+	c := &cstage{t: t, s: h.s}
+	prims := []string{"/P", "/Q"}
+	h.matrices(prims, AttrXform, 1, translate(1, 0, 0), translate(2, 0, 0))
+	h.matrices(prims, AttrWorldMatrix, 1, mat4{}, mat4{})
+	op, err := h.s.ComputeHierarchy(ModelCPUIncremental, 1, 2)
+	require.NoError(t, err)
+	require.NoError(t, h.wait(op))
+	h.seal(2)
+	assert.Equal(t, map[string][]int32{"/P": {0}, "/Q": {0}}, c.changes(prims, AttrWorldMatrix, 2, 2))
+	h.matrices([]string{"/Q"}, AttrXform, 3, translate(7, 0, 0))
+	op, err = h.s.ComputeHierarchy(ModelCPUIncremental, 3, 4)
+	require.NoError(t, err)
+	require.NoError(t, h.wait(op))
+	op, err = h.s.ComputeHierarchy(ModelCPUIncremental, 4, 5)
+	require.NoError(t, err)
+	require.NoError(t, h.wait(op))
+	h.seal(5)
+	assert.Equal(t, map[string][]int32{"/Q": {0}}, c.changes(prims, AttrWorldMatrix, 4, 5), "only /Q changed")
+	assert.Empty(t, c.changes(prims, AttrWorldMatrix, 5, 5), "nothing changed")
+	assert.Equal(t, translate(7, 0, 0), h.readMatrices(AttrWorldMatrix, "/Q")["/Q"])
+}
+
+// The output ordinal of compute_hierarchy is not subject to the write floor: with the floor
+// at 3, compute_hierarchy(1, 1) records the changed rows at the sealed ordinal 1, where they
+// are folded in at once (a latest read sees them; readers that consumed ordinal 1 before did
+// not).
+func TestComputeHierarchyAtASealedOutputOrdinal(t *testing.T) {
+	h := newHierStage(t)
+	c := &cstage{t: t, s: h.s}
+	h.matrices([]string{"/P"}, AttrWorldMatrix, 1, mat4{})
+	h.seal(3)
+	h.matrices([]string{"/P"}, AttrXform, 4, translate(0, 0, 9))
+	for _, in := range []uint64{1, 3} {
+		op, err := h.s.ComputeHierarchy(ModelCPUIncremental, in, 1)
+		require.NoError(t, err, "input %d", in)
+		require.NoError(t, h.wait(op))
+	}
+	assert.Equal(t, translate(0, 0, 9), h.readMatrices(AttrWorldMatrix, "/P")["/P"])
+	assert.Equal(t, map[string][]int32{"/P": {0}}, c.changes([]string{"/P"}, AttrWorldMatrix, 1, 1))
+	assert.Equal(t, uint64(3), h.s.GlobalFloor(), "the floor did not move")
+}
+
+// A floor advance covering the world matrices runs the runtime-default model first when the
+// hierarchy's inputs changed since the last computation, recording the rows it changes at the
+// advance's ordinal. An advance that does not cover the world matrices, or finds nothing
+// changed, computes nothing; a direct write of the world matrix is not overwritten.
+func TestFloorAdvanceComputesAPendingHierarchy(t *testing.T) {
+	h := newHierStage(t)
+	c := &cstage{t: t, s: h.s}
+	prims := []string{"/W", "/W/A", "/V"}
+	h.matrices(prims, AttrXform, 1, translate(1, 0, 0), translate(0, 1, 0), translate(0, 0, 1))
+	h.matrices(prims, AttrWorldMatrix, 1, mat4{}, mat4{}, mat4{})
+	h.seal(1)
+	got := h.readMatrices(AttrWorldMatrix, prims...)
+	assert.Equal(t, mul(translate(0, 1, 0), translate(1, 0, 0)), got["/W/A"], "computed by the advance")
+	assert.Equal(t, map[string][]int32{"/W": {0}, "/W/A": {0}, "/V": {0}}, c.changes(prims, AttrWorldMatrix, 1, 1))
+
+	h.matrices([]string{"/W"}, AttrXform, 2, translate(5, 0, 0))
+	op, err := h.s.AdvanceWriteFloor(2, ScopeInclude, []uint64{h.token(AttrXform)})
+	require.NoError(t, err)
+	require.NoError(t, h.wait(op))
+	assert.Equal(t, translate(1, 0, 0), h.readMatrices(AttrWorldMatrix, "/W")["/W"], "the advance did not cover the world matrices")
+	h.seal(2)
+	assert.Equal(t, map[string][]int32{"/W": {0}, "/W/A": {0}}, c.changes(prims, AttrWorldMatrix, 2, 2),
+		"/W and its child changed at the advance's ordinal, /V did not")
+	assert.Equal(t, mul(translate(0, 1, 0), translate(5, 0, 0)), h.readMatrices(AttrWorldMatrix, "/W/A")["/W/A"])
+
+	h.seal(3)
+	assert.Empty(t, c.changes(prims, AttrWorldMatrix, 3, 3), "nothing pending: nothing computed")
+	h.matrices([]string{"/V"}, AttrWorldMatrix, 4, scale(3))
+	h.seal(4)
+	assert.Equal(t, scale(3), h.readMatrices(AttrWorldMatrix, "/V")["/V"], "a direct write is what counts")
+}
+
+// A stage whose runtime-default model is not in this build refuses compute_hierarchy with
+// RUNTIME_DEFAULT, and its floor advances leave the world matrices alone.
+func TestRuntimeDefaultGPUModelIsNotSupported(t *testing.T) {
+	s := NewStage("gpu-default", Config{HierarchyModel: ModelGPUGlobal})
+	t.Cleanup(s.Destroy)
+	h := &hierStage{t: t, s: s}
+	_, err := s.ComputeHierarchy(ModelRuntimeDefault, 1, 2)
+	assert.Equal(t, status.NotSupported, status.CodeOf(err))
+	h.matrices([]string{"/P"}, AttrXform, 1, translate(1, 0, 0))
+	h.matrices([]string{"/P"}, AttrWorldMatrix, 1, mat4{})
+	h.seal(1)
+	assert.Equal(t, mat4{}, h.readMatrices(AttrWorldMatrix, "/P")["/P"])
+	op, err := s.ComputeHierarchy(ModelCPUIncremental, 1, 2)
+	require.NoError(t, err, "the CPU model itself still runs")
+	require.NoError(t, h.wait(op))
+}
+
+// get_hierarchy's ordinal selects nothing and comes back as given.
+func TestGetHierarchyReturnsTheOrdinalGiven(t *testing.T) {
+	h := newHierStage(t)
+	h.touch(1, "/A")
+	hh, op, err := h.s.GetHierarchy(h.list("/A", "/Missing"), 99, RelationParent)
+	require.NoError(t, err)
+	require.NoError(t, h.wait(op))
+	res, err := h.s.FetchHierarchyResult(hh, 0)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(99), res.Ordinal)
+	assert.Equal(t, []HierarchyItem{{Status: status.OK}, {Status: status.NotFound}}, res.Items,
+		"a top-level prim's PARENT is empty; a missing prim is NOT_FOUND without failing the batch")
 }

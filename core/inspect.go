@@ -1,8 +1,9 @@
 package core
 
-// Read-only views of engine state for the API boundaries: the C library reports an op's own
-// failure code (fetch_clone_result) and the prim counts of a clone's report, which the engine
-// keeps but no other call exposes.
+// Read-only views of engine state for the API boundaries: an op's own failure code, and the
+// prims a stage holds below a path. (A clone's report comes from FetchCloneResult, recorded
+// when the clone completes; the C library's first fetch_clone_result counted prims with
+// SubtreePrimCount at its first fetch instead.)
 
 // OpError is op id's own failure, with its status code; nil while the op is pending, when it
 // succeeded, or when the id is unknown to the stage.

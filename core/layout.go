@@ -1,6 +1,7 @@
 package core
 
 import (
+	"github.com/ovstage-go/ovstage/core/column"
 	"github.com/ovstage-go/ovstage/core/status"
 	"github.com/ovstage-go/ovstage/core/tensor"
 )
@@ -12,23 +13,15 @@ const (
 	SemanticTokenID              int32 = 2
 	SemanticPathExpressionString int32 = 3
 	SemanticRelationshipPathID   int32 = 4
-	SemanticConnectionPathID     int32 = 12
-	SemanticString               int32 = 13
-	maxSemantic                  int32 = 15
+	// SemanticQuaternion values are four lanes in the order (x, y, z, w): the imaginary part
+	// first, the real part last. The engine stores and returns them as written.
+	SemanticQuaternion       int32 = 9
+	SemanticConnectionPathID int32 = 12
+	// SemanticString rows are raw UTF-8 bytes, one string per row; a row's length is the
+	// string's length, so a trailing NUL byte is data, never a terminator.
+	SemanticString int32 = 13
+	maxSemantic    int32 = 15
 )
-
-// Built-in attribute names (spec §1.6).
-const (
-	BuiltinPath     = "usd-path"
-	BuiltinParent   = "usd-parent"
-	BuiltinChildren = "usd-children"
-	BuiltinActive   = "usd-active"
-	BuiltinPrimType = "usd-prim-type"
-	BuiltinSchemas  = "usd-schemas"
-)
-
-// derivedBuiltins cannot be written, deleted or mapped.
-var derivedBuiltins = map[string]bool{BuiltinPath: true, BuiltinParent: true, BuiltinChildren: true, BuiltinActive: true}
 
 // MaxLanes is the widest transportable value (spec §1.4).
 const MaxLanes = 255
@@ -111,13 +104,13 @@ func checkSemanticLayout(label string, sem int32, dt tensor.DType, isArray bool)
 		if !u64(2) {
 			return bad("dtype uint64x2")
 		}
-	case SemanticRelationshipPathID:
-		if !u64(1) || !isArray {
-			return bad("dtype uint64x1 with is_array=True")
+	case SemanticRelationshipPathID: // a target list (array) or exactly one target (fixed)
+		if !u64(1) {
+			return bad("dtype uint64x1")
 		}
-	case SemanticConnectionPathID:
-		if !u64(2) || !isArray {
-			return bad("dtype uint64x2 with is_array=True")
+	case SemanticConnectionPathID: // fixed or array; array rows hold exactly one pair (checkSingularConnections)
+		if !u64(2) {
+			return bad("dtype uint64x2")
 		}
 	case SemanticString:
 		if dt.Code != tensor.CodeUInt || dt.Bits != 8 || dt.Lanes != 1 || !isArray {
@@ -127,18 +120,36 @@ func checkSemanticLayout(label string, sem int32, dt tensor.DType, isArray bool)
 	return nil
 }
 
-// checkBuiltinLayout enforces the layouts of the recorded built-ins (spec §1.6).
-func checkBuiltinLayout(label, name string, dt tensor.DType, isArray bool) error {
-	tokenIDs := dt.Code == tensor.CodeUInt && dt.Bits == 64 && dt.Lanes == 1
-	switch name {
-	case BuiltinPrimType:
-		if isArray || !tokenIDs {
-			return status.Errorf(status.InvalidArgument, "%sattribute %q holds one token id per prim: uint64x1 with is_array=False, got %s (is_array=%v)", label, name, dt, isArray)
+// checkSingularConnections enforces that a CONNECTION_PATH_ID array write gives each prim
+// exactly one (path, token) pair. The rule is about the rows the prims take, so it is checked
+// when the write executes (OP_FAILED), once the payload's rows are known; src[i] is the
+// payload row of targets[i] (nil: row i).
+func (s *Stage) checkSingularConnections(w *preparedWrite, targets []uint64, src []int32) error {
+	if w.schema.Semantic != SemanticConnectionPathID || !w.schema.IsArray {
+		return nil
+	}
+	for i, p := range targets {
+		row := int32(i)
+		if src != nil {
+			row = src[i]
 		}
-	case BuiltinSchemas:
-		if !isArray || !tokenIDs {
-			return status.Errorf(status.InvalidArgument, "%sattribute %q holds token-id arrays: uint64x1 with is_array=True, got %s (is_array=%v)", label, name, dt, isArray)
+		n := w.widthElems
+		if w.rowLen != nil {
+			n = w.rowLen[row]
+		}
+		if n != 1 {
+			return status.Errorf(status.OpFailed,
+				"%sCONNECTION_PATH_ID per-prim writes require exactly one connection element (prim_index=%d, elements=%d): prim %s; nothing of this write was applied",
+				w.label, i, n, s.pathName(p))
 		}
 	}
 	return nil
 }
+
+// isConnection reports whether a column holds an attribute's connection (CONNECTION_PATH_ID)
+// rather than its value. A prim may carry both under one name: they are separate channels,
+// and a write, map or clone of one never conflicts with, or lands in, the other.
+func isConnection(sc column.Schema) bool { return sc.Semantic == SemanticConnectionPathID }
+
+// sameChannel reports whether two schemas are both connections or both values.
+func sameChannel(a, b column.Schema) bool { return isConnection(a) == isConnection(b) }

@@ -23,6 +23,9 @@ type MapRequest struct {
 }
 
 // Map is a map session: writable buffers for the query's prims, committed at its ordinal.
+// Setting it up changes nothing in the stage; each commit is checked and applied like a write
+// when it executes. A commit that fails there makes the session terminal: nothing of it can be
+// committed any more, and the final unmap returns that failure without writing.
 type Map struct {
 	Handle uint64
 	Op     *sched.Op
@@ -33,6 +36,7 @@ type Map struct {
 	groups    []*MapGroup
 	next      int
 	unmapping bool
+	failed    error // the commit failure that made the session terminal
 }
 
 // MapGroup is one writable group of a map session; its staging buffer starts with the current
@@ -57,11 +61,14 @@ func (s *Stage) MapAttribute(req MapRequest) (uint64, uint64, error) {
 		return 0, 0, err
 	}
 	name := s.tokenName(attr)
-	if derivedBuiltins[name] {
-		return 0, 0, status.Errorf(status.NotSupported, "attribute %q is a derived built-in and cannot be mapped", name)
+	if err := checkNotDerived("", name); err != nil {
+		return 0, 0, err
 	}
 	if req.PrimMode != PrimModeUpsert && req.PrimMode != PrimModeInsert {
 		return 0, 0, status.Errorf(status.InvalidArgument, "prim_mode %d is not UPSERT (0) or INSERT (1)", req.PrimMode)
+	}
+	if _, reserved := recordedBuiltins[name]; reserved && req.DType == (tensor.DType{}) {
+		req.DType = pathIDType // the one kind a reserved name has: token ids
 	}
 	w := &preparedWrite{attr: attr, ordinal: req.Ordinal, primMode: req.PrimMode,
 		schema: column.Schema{IsArray: req.ElementSizes != nil, DType: req.DType, Semantic: req.Semantic}}
@@ -72,7 +79,7 @@ func (s *Stage) MapAttribute(req MapRequest) (uint64, uint64, error) {
 		if err := checkSemanticLayout("", req.Semantic, req.DType, w.schema.IsArray); err != nil {
 			return 0, 0, err
 		}
-		if err := checkBuiltinLayout("", name, req.DType, w.schema.IsArray); err != nil {
+		if err := checkReservedAttribute("", name, w.schema, false); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -208,6 +215,9 @@ func (s *Stage) mapLocked(h uint64) (*Map, error) {
 	if err := s.checkLiveLocked(); err != nil {
 		return nil, err
 	}
+	if h == 0 {
+		return nil, status.Errorf(status.InvalidArgument, "map handle 0 is no map session (a rejected map_attribute leaves handle 0)")
+	}
 	m, ok := s.maps[h]
 	if !ok || m.unmapping {
 		return nil, status.Errorf(status.InvalidHandle, "map handle %d is not valid on stage %d (unmapped, from another stage, or never created)", h, s.ID)
@@ -235,33 +245,59 @@ func (s *Stage) FetchMapNext(h, timeoutNs uint64) (*MapGroup, error) {
 	return g, nil
 }
 
-// UnmapGroup enqueues the commit of one fetched group at the map's ordinal.
+// UnmapGroup enqueues the commit of one fetched group at the map's ordinal (no completion
+// sync).
 func (s *Stage) UnmapGroup(h, groupID uint64) (uint64, error) {
+	return s.UnmapGroupWithSync(h, groupID, CudaSync{})
+}
+
+// UnmapGroupWithSync enqueues the commit of one fetched group at the map's ordinal. sync is
+// the caller's write_done_sync: the buffers of this build's sessions are host memory, so a
+// non-zero sync is accepted here and fails the commit when it executes (making the session
+// terminal). A session has one group (all the query's prims), so after its commit the only
+// call left is the final unmap.
+func (s *Stage) UnmapGroupWithSync(h, groupID uint64, sync CudaSync) (uint64, error) {
 	s.mu.Lock()
 	defer s.unlockAndStart()
 	m, err := s.mapLocked(h)
 	if err != nil {
 		return 0, err
 	}
-	g := m.takeFetched(groupID)
-	if g == nil {
-		return 0, status.Errorf(status.InvalidHandle, "map group %d is not a fetched, uncommitted group of map %d", groupID, h)
+	g, err := m.takeFetched(groupID)
+	if err != nil {
+		return 0, err
 	}
-	return s.enqueueCommitLocked(m, []*MapGroup{g}, false), nil
+	return s.enqueueCommitLocked(m, []*MapGroup{g}, false, sync), nil
 }
 
-// takeFetched marks fetched group id committed and returns it (nil when it is not a fetched,
-// uncommitted group of m).
-func (m *Map) takeFetched(id uint64) *MapGroup {
+// terminal is the commit failure that made the session terminal (nil while it is usable).
+func (m *Map) terminal() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.failed
+}
+
+// fail makes the session terminal with err (the first failure is the one remembered).
+func (m *Map) fail(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failed == nil {
+		m.failed = err
+	}
+}
+
+// takeFetched marks fetched group id committed and returns it (INVALID_HANDLE when it is not
+// a fetched, uncommitted group of m).
+func (m *Map) takeFetched(id uint64) (*MapGroup, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, g := range m.groups[:m.next] {
 		if g.ID == id && !g.committed {
 			g.committed = true
-			return g
+			return g, nil
 		}
 	}
-	return nil
+	return nil, status.Errorf(status.InvalidHandle, "map group %d is not a fetched, uncommitted group of map %d", id, m.Handle)
 }
 
 // takeUncommitted marks every group not committed yet committed and returns them.
@@ -287,8 +323,17 @@ func (m *Map) takeGroups() []*MapGroup {
 	return groups
 }
 
-// UnmapAttribute enqueues the commit of every group not yet committed and ends the session.
+// UnmapAttribute enqueues the commit of every group not yet committed and ends the session
+// (no completion sync).
 func (s *Stage) UnmapAttribute(h uint64) (uint64, error) {
+	return s.UnmapAttributeWithSync(h, CudaSync{})
+}
+
+// UnmapAttributeWithSync enqueues the final unmap: it commits the groups no earlier
+// unmap_group committed and ends the session. Once accepted it consumes the handle, whatever
+// happens when it executes. With nothing left to commit it only closes the session (sync is
+// not looked at); a terminal session closes with its remembered failure, writing nothing.
+func (s *Stage) UnmapAttributeWithSync(h uint64, sync CudaSync) (uint64, error) {
 	s.mu.Lock()
 	defer s.unlockAndStart()
 	m, err := s.mapLocked(h)
@@ -296,13 +341,14 @@ func (s *Stage) UnmapAttribute(h uint64) (uint64, error) {
 		return 0, err
 	}
 	m.unmapping = true
-	return s.enqueueCommitLocked(m, nil, true), nil
+	return s.enqueueCommitLocked(m, nil, true, sync), nil
 }
 
 // enqueueCommitLocked queues a mutation at the map's ordinal committing groups (all remaining
 // ones when final) and, when final, ending the session. It runs after the floor advances to
-// its ordinal enqueued before it (which then fail it).
-func (s *Stage) enqueueCommitLocked(m *Map, groups []*MapGroup, final bool) uint64 {
+// its ordinal enqueued before it (which then fail it), and after the session's earlier
+// commits (same ordinal: submission order), so it knows whether one of them failed.
+func (s *Stage) enqueueCommitLocked(m *Map, groups []*MapGroup, final bool, sync CudaSync) uint64 {
 	deps := append(s.advancesOverLocked(m.w.ordinal), m.Op)
 	op := s.enqueueLocked(opSpec{deps: deps, mutation: true, ordinal: m.w.ordinal,
 		writes: []uint64{m.w.attr}, run: func(op *sched.Op) error {
@@ -313,15 +359,35 @@ func (s *Stage) enqueueCommitLocked(m *Map, groups []*MapGroup, final bool) uint
 			if err := m.Op.Err(); err != nil {
 				return err
 			}
-			for _, g := range groups {
-				if err := s.commitMapGroup(op, m, g); err != nil {
-					return err
-				}
+			if err := m.terminal(); err != nil {
+				return err
 			}
-			return nil
+			if len(groups) == 0 {
+				return nil // nothing left: the final unmap only closes the session
+			}
+			err := s.commitMapGroups(op, m, groups, sync)
+			if err != nil {
+				m.fail(err)
+			}
+			return err
 		}})
 	m.q.addUserLocked(op)
 	return op.ID
+}
+
+// commitMapGroups commits groups in order; the first failure stops (earlier groups stay).
+func (s *Stage) commitMapGroups(op *sched.Op, m *Map, groups []*MapGroup, sync CudaSync) error {
+	if !sync.IsZero() {
+		return status.Errorf(status.OpFailed,
+			"CUDA completion sync is only supported for GPU mapped tensors: map %d stages in host memory, so write_done_sync {stream %#x, event %#x} cannot be waited for; pass a zero sync",
+			m.Handle, sync.Stream, sync.Event)
+	}
+	for _, g := range groups {
+		if err := s.commitMapGroup(op, m, g); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // commitMapGroup writes a group's buffer (copied, so views the caller still holds cannot change

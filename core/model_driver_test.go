@@ -76,6 +76,8 @@ type driver struct {
 	step    int
 	fresh   int  // clone target names used
 	parity  bool // the stage reads with column.ReferenceParity
+	// clones are the expected reports of the clones that will succeed (by op id)
+	clones map[uint64]CloneReport
 	// counters for the report
 	counts map[string]int
 }
@@ -144,6 +146,7 @@ func (d *driver) settle(op uint64, res WaitResult) {
 		}
 		d.counts["failed ops: "+code.String()]++
 	}
+	d.checkCloneReport(op, fails)
 	require.NoError(d.t, d.s.ReleaseOp(op))
 	d.m.finished(op)
 }
@@ -810,7 +813,8 @@ func TestModelRandomOps(t *testing.T) {
 			}
 			s := NewStage("model", cfg)
 			d := &driver{t: t, rng: rand.New(rand.NewSource(int64(seed))), s: s, parity: parity,
-				m: newGoModel(s.isUnder), prims: slices.Clone(prims), attrs: attrs, counts: map[string]int{}}
+				m: newGoModel(s.isUnder), prims: slices.Clone(prims), attrs: attrs, counts: map[string]int{},
+				clones: map[uint64]CloneReport{}}
 			defer func() {
 				d.openGate()
 				s.Destroy()

@@ -10,14 +10,18 @@ package core
 // conflict, INSERT onto existing prims, an ordinal sealed in between) are checked to fail.
 // Writes overlapping an open session are accepted; the later (ordinal, submission) wins.
 //
-// A clone copies a subtree onto fresh targets, onto existing prims (refused: nothing is
-// cloned), onto targets nested in each other, or from a missing source; invalid target lists
-// are refused at enqueue.
+// A clone copies a subtree onto fresh targets, onto existing prims (an existing target root
+// is refused: nothing is cloned; an existing prim below an absent root is merged into, unless
+// it carries a cloned attribute in another schema), onto targets nested in each other, onto no
+// target at all (only admission is checked), or from a missing source; invalid target lists
+// are refused at enqueue. Every settled clone's report (fetch_clone_result) is checked: the
+// model's counts for a success, the op's own code for a failure.
 //
 // The model decides every op's outcome when it is enqueued, so ops that could change it are
 // settled first and later mutations touching the prims a setup or clone reads wait for it.
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 
@@ -37,6 +41,9 @@ type mapSession struct {
 	group         *MapGroup
 	rows          [][]byte // the buffer contents to commit (as fetched, then edited)
 	committed     bool     // the group was committed by unmap_group
+	// commitFails: the codes the unmap_group commit fails with (a failure makes the session
+	// terminal: the final unmap returns it)
+	commitFails map[status.Code]bool
 }
 
 // mapOpen enqueues a map session over a random query.
@@ -167,6 +174,9 @@ func (d *driver) mapCommit(sess *mapSession, final bool) {
 	if len(errs) == 0 && (!final || !sess.committed) {
 		errs = d.m.writeErrors(sess.attr, sess.setup.dt, sess.ordinal, targets, true, sess.insert)
 	}
+	if final && len(sess.commitFails) > 0 {
+		errs = sess.commitFails // terminal: the remembered failure, nothing written
+	}
 	var op uint64
 	var err error
 	if final {
@@ -174,7 +184,7 @@ func (d *driver) mapCommit(sess *mapSession, final bool) {
 		d.maps = slices.DeleteFunc(d.maps, func(s *mapSession) bool { return s == sess })
 	} else {
 		op, err = d.s.UnmapGroup(sess.handle, sess.group.ID)
-		sess.committed = true
+		sess.committed, sess.commitFails = true, errs
 	}
 	d.trace("unmap %d final %v paths %v -> op %d err %v (want failure %v)", sess.handle, final, sess.q.paths, op, err, errs)
 	require.NoError(d.t, err)
@@ -242,7 +252,11 @@ func (d *driver) clone() {
 	}
 	var dsts []uint64
 	invalid := false
-	for i := 1 + d.rng.Intn(2); i > 0; i-- {
+	n := 1 + d.rng.Intn(2)
+	if d.rng.Intn(10) == 0 {
+		n = 0 // zero targets: admission only
+	}
+	for i := n; i > 0; i-- {
 		var dst uint64
 		switch r := d.rng.Intn(20); {
 		case r < 12 && len(d.prims) < maxModelPrims: // a fresh target
@@ -250,7 +264,13 @@ func (d *driver) clone() {
 			p, err := d.s.Dictionary().InternPath("/model/k" + strconv.Itoa(d.fresh))
 			require.NoError(d.t, err)
 			dst = p
-		case r < 17 || (r < 19 && len(dsts) == 0): // any path of the universe: refused if it (or a copy's path) exists
+		case r < 15: // a path not held with held prims below it: the clone merges into them
+			if roots := d.mergeRoots(); len(roots) > 0 {
+				dst = roots[d.rng.Intn(len(roots))]
+			} else {
+				dst = d.prims[d.rng.Intn(len(d.prims))]
+			}
+		case r < 17 || (r < 19 && len(dsts) == 0): // any path of the universe: refused if it exists
 			dst = d.prims[d.rng.Intn(len(d.prims))]
 		case r < 19: // nested in the first target
 			p, err := d.s.Dictionary().InternPath(d.pathString(dsts[0]) + "/a")
@@ -300,5 +320,80 @@ func (d *driver) clone() {
 		return
 	}
 	d.m.acceptClone(op, outcome, ordinal, region)
+	d.clones[op] = d.cloneReport(outcome, dsts, ordinal)
 	d.counts["clones"]++
+	if len(dsts) == 0 {
+		d.counts["clones without targets"]++
+	}
+	for _, row := range outcome.mapped {
+		for _, p := range row[1:] {
+			if d.m.prims[p] {
+				d.counts["clones merging"]++
+			}
+		}
+	}
+}
+
+// mergeRoots lists the universe paths that are not held but have held prims below them.
+func (d *driver) mergeRoots() []uint64 {
+	var out []uint64
+	for _, r := range d.prims {
+		if d.m.prims[r] {
+			continue
+		}
+		for p := range d.m.prims {
+			if p != r && d.s.isUnder(p, r) {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// cloneReport is the report of a clone that will succeed: every target's hierarchy subtree
+// counts the prims held once the clone is done (those held now and the copies) that reach
+// the target through held parents.
+func (d *driver) cloneReport(outcome cloneOutcome, dsts []uint64, ordinal uint64) CloneReport {
+	held := maps.Clone(d.m.prims)
+	for _, row := range outcome.mapped {
+		for _, p := range row {
+			held[p] = true
+		}
+	}
+	r := CloneReport{Ordinal: ordinal, TargetCount: uint64(len(dsts)), SourcePrimCount: uint64(len(outcome.subtree))}
+	for _, dst := range dsts {
+		for p := range held {
+			attached := held[p] && d.s.isUnder(p, dst)
+			for q := p; attached && q != dst; q = d.s.Dictionary().Parent(q) {
+				attached = held[q]
+			}
+			if attached {
+				r.PrimsCloned++
+			}
+		}
+	}
+	return r
+}
+
+// checkCloneReport checks fetch_clone_result of a finished op: a succeeding clone's report,
+// a failing clone's own code, INVALID_HANDLE for any other op.
+func (d *driver) checkCloneReport(op uint64, fails map[status.Code]bool) {
+	d.t.Helper()
+	got, err := d.s.FetchCloneResult(op, 0)
+	want, succeeds := d.clones[op]
+	delete(d.clones, op)
+	rec, _ := locked(d.s, func() (*cloneRecord, error) { return d.s.clones[op], nil })
+	switch {
+	case succeeds:
+		if err != nil || got != want {
+			d.failf("clone op %d: report %+v (%v), want %+v", op, got, err, want)
+		}
+	case rec != nil:
+		if !fails[status.CodeOf(err)] {
+			d.failf("failed clone op %d: fetch_clone_result returned %v, want one of %v", op, err, fails)
+		}
+	case status.CodeOf(err) != status.InvalidHandle:
+		d.failf("op %d is no clone: fetch_clone_result returned %v, want INVALID_HANDLE", op, err)
+	}
 }

@@ -484,8 +484,17 @@ func (m *goModel) planClone(src uint64, dsts []uint64, ordinal uint64, rebase fu
 		row := make([]uint64, len(out.subtree))
 		for k, p := range out.subtree {
 			row[k] = rebase(p, src, dst)
-			if m.prims[row[k]] {
+			switch {
+			case k == 0 && m.prims[row[k]]:
 				out.errs[status.PrimNotFound] = true // "already exists": nothing is cloned
+			case m.prims[row[k]]:
+				// An existing prim below an absent target root is merged into; it refuses a
+				// cloned attribute it carries in another schema (nothing is cloned).
+				for key := range m.hist {
+					if key.prim == p && m.live(key) && m.liveOtherSchema(mCell{key.attr, row[k]}, key.dt) {
+						out.errs[status.OpFailed] = true
+					}
+				}
 			}
 			if seen[row[k]] {
 				// One target lands on a prim another target's copy creates.

@@ -66,6 +66,15 @@ type Stage struct {
 	groups         map[uint64]*Group
 	ordinalQueries map[uint64]*OrdinalQuery
 	maps           map[uint64]*Map
+	// hierarchyModel is what RUNTIME_DEFAULT names for this stage (Config.HierarchyModel);
+	// hierarchySeen holds the stage counts of the hierarchy's input columns at the last world
+	// computation (a floor advance computes again only when they changed).
+	hierarchyModel int32
+	hierarchySeen  map[*column.Column]uint64
+	hierToks       hierarchyTokens
+	// clones holds each tracked clone op's record (its report once done); forgotten with the
+	// op id (forgetOpLocked).
+	clones map[uint64]*cloneRecord
 	// toStart holds ops enqueued under s.mu; unlockAndStart submits them once the lock is
 	// released, because a ready op may run inline and take s.mu itself (see enqueue.go).
 	toStart    []startItem
@@ -85,6 +94,9 @@ type Config struct {
 	// column.ServeSealed (default: the sealed state at the end, unless a sealed change came
 	// after it) or column.ReferenceParity (OUT_OF_RANGE, as the reference).
 	ReadAdmission column.Admission
+	// HierarchyModel is the hierarchy model RUNTIME_DEFAULT resolves to, also run by floor
+	// advances over the world matrices (0: CPU_INCREMENTAL).
+	HierarchyModel int32
 }
 
 // NewStage creates a stage and registers it.
@@ -96,10 +108,11 @@ func NewStage(name string, cfg Config) *Stage {
 		columns: map[uint64][]*column.Column{}, readAdmission: cfg.ReadAdmission,
 		floors: newFloors(), requested: newFloors(),
 		queries: map[uint64]*Query{}, reads: map[uint64]*Read{}, groups: map[uint64]*Group{},
-		ordinalQueries: map[uint64]*OrdinalQuery{}, maps: map[uint64]*Map{},
-		closing: make(chan struct{}),
+		ordinalQueries: map[uint64]*OrdinalQuery{}, maps: map[uint64]*Map{}, clones: map[uint64]*cloneRecord{},
+		closing: make(chan struct{}), hierarchyModel: cfg.HierarchyModel,
 	}
 	s.toStart = s.toStartBuf[:0]
+	s.hierToks = newHierarchyTokens(s)
 	s.pool.OnDetachedDone = s.forgetDetached
 	s.onCreated()
 	stagesMu.Lock()
@@ -161,7 +174,7 @@ func (s *Stage) Destroy() {
 		}
 	}
 	s.groups, s.reads, s.queries, s.columns, s.ordinalQueries, s.maps = nil, nil, nil, nil, nil, nil
-	s.ops = map[uint64]*sched.Op{}
+	s.ops, s.clones = map[uint64]*sched.Op{}, map[uint64]*cloneRecord{}
 	s.sourcesDone = nil
 	if LiveStages() == 0 {
 		buffer.Trim() // no stage left to reuse recycled buffers
@@ -289,8 +302,14 @@ func (s *Stage) ReleaseOp(id uint64) error {
 	if _, ok := s.ops[id]; !ok {
 		return status.Errorf(status.InvalidHandle, "op id %d is unknown to stage %d (never issued, or already released)", id, s.ID)
 	}
-	delete(s.ops, id)
+	s.forgetOpLocked(id)
 	return nil
+}
+
+// forgetOpLocked drops op id from the op table, with what the stage keeps for it.
+func (s *Stage) forgetOpLocked(id uint64) {
+	delete(s.ops, id)
+	delete(s.clones, id)
 }
 
 // DetachOp says nobody will wait for op id any more (its owner, such as a garbage-collected
@@ -307,7 +326,7 @@ func (s *Stage) DetachOp(id uint64) error {
 		return status.Errorf(status.InvalidHandle, "op id %d is unknown to stage %d (never issued, or already released)", id, s.ID)
 	}
 	if op.Detach() {
-		delete(s.ops, id)
+		s.forgetOpLocked(id)
 	}
 	return nil
 }
@@ -316,7 +335,7 @@ func (s *Stage) DetachOp(id uint64) error {
 func (s *Stage) forgetDetached(op *sched.Op) {
 	s.mu.Lock()
 	if s.ops[op.ID] == op {
-		delete(s.ops, op.ID)
+		s.forgetOpLocked(op.ID)
 	}
 	s.mu.Unlock()
 }

@@ -144,8 +144,8 @@ func (s *Stage) prepareWriteInto(w *preparedWrite, req *WriteRequest, label stri
 		return err
 	}
 	name := s.tokenName(attr)
-	if derivedBuiltins[name] {
-		return status.Errorf(status.NotSupported, "%sattribute %q is a derived built-in and cannot be written", label, name)
+	if err := checkNotDerived(label, name); err != nil {
+		return err
 	}
 	if req.PrimMode != PrimModeUpsert && req.PrimMode != PrimModeInsert {
 		return status.Errorf(status.InvalidArgument, "prim_mode %d is not UPSERT (0) or INSERT (1)", req.PrimMode)
@@ -177,7 +177,7 @@ func (s *Stage) prepareWriteInto(w *preparedWrite, req *WriteRequest, label stri
 	if err := checkSemanticLayout(label, req.Semantic, dt, req.IsArray); err != nil {
 		return err
 	}
-	if err := checkBuiltinLayout(label, name, dt, req.IsArray); err != nil {
+	if err := checkReservedAttribute(label, name, w.schema, false); err != nil {
 		return err
 	}
 	tensors := req.Tensors
@@ -411,7 +411,7 @@ func (s *Stage) columnForWriteLocked(w *preparedWrite, targets []uint64) (*colum
 		return sameStorage(c.Schema, w.schema),
 			w.schema.Semantic == SemanticNone || w.schema.Semantic == c.Schema.Semantic
 	}
-	if len(cols) == 1 { // the common case needs no per-prim liveness checks
+	if len(cols) == 1 && sameChannel(cols[0].Schema, w.schema) { // the common case needs no per-prim liveness checks
 		if storage, role := matches(cols[0]); storage && role {
 			return cols[0], s.checkPlacement(w, cols[0])
 		}
@@ -419,6 +419,9 @@ func (s *Stage) columnForWriteLocked(w *preparedWrite, targets []uint64) (*colum
 	var target *column.Column
 	targetLive := false
 	for _, c := range cols {
+		if !sameChannel(c.Schema, w.schema) {
+			continue // a connection and a value of one name live side by side
+		}
 		live := firstLive(c, targets)
 		storage, role := matches(c)
 		switch {
@@ -652,6 +655,9 @@ func (s *Stage) applyWrite(op *sched.Op, q *Query, w *preparedWrite) error {
 		}
 	}
 	w.src = nil
+	if err := s.checkSingularConnections(w, targets, src); err != nil {
+		return err
+	}
 	c, err := s.writeColumn(w, targets)
 	if err != nil || len(targets) == 0 {
 		return err

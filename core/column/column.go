@@ -40,6 +40,9 @@ type Delta struct {
 	WidthElems int64
 	// Tombstone deletes the rows instead of writing them (no payload).
 	Tombstone bool
+	// Untracked changes keep no change record (a clone's copy of a connection whose name
+	// also has a value: the name's change is recorded through the value only).
+	Untracked bool
 }
 
 // row returns the byte offset and element count of array source row s.
@@ -109,6 +112,9 @@ type Column struct {
 	pending []*Delta
 	// records are the retained changes, sealed and pending, in (ordinal, seq) order.
 	records []record
+	// staged counts Stage calls: a consumer that derives data from the column (the
+	// hierarchy's world transforms) tells from it whether the column changed since it looked.
+	staged uint64
 	// frontier: records at or above it are exact (older ones were dropped into dropped).
 	frontier  uint64
 	retention int
@@ -175,8 +181,18 @@ func (c *Column) Stage(prims []uint64, d *Delta) bool {
 		c.lastPrims, c.lastRows, c.lastGen = prims, d.Rows, c.layout
 	}
 	c.insertPending(d)
-	c.addRecord(record{ordinal: d.Ordinal, seq: d.Seq, rows: d.Rows, tombstone: d.Tombstone})
+	c.staged++
+	if !d.Untracked {
+		c.addRecord(record{ordinal: d.Ordinal, seq: d.Seq, rows: d.Rows, tombstone: d.Tombstone})
+	}
 	return c.layout != gen
+}
+
+// StageCount is the number of mutations staged so far (it only grows).
+func (c *Column) StageCount() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.staged
 }
 
 // latestPendingLocked is the ordinal of row r's latest unsealed change (0 if none). Only error

@@ -13,8 +13,10 @@ and which accepted ops are known to have finished. From that it predicts:
   report any one of them (precedence is not specified), so the model returns them all; empty
   means "accepted";
 * **outcomes** of ops that only fail when they run: map setups (the schema they map, the
-  committed values their buffers start with), map commits and clones (subtree copies; a
-  missing source, an existing target, a floor at or above the ordinal fail them whole);
+  committed values their buffers start with), map commits (a failed commit makes the
+  session's final unmap fail the same way) and clones (subtree copies; a missing source, an
+  existing target root, a floor at or above the ordinal, a merge into an existing prim below
+  an absent target root that carries a cloned attribute in another schema fail them whole);
 * **floors**: ``Scope.ALL`` / ``INCLUDE`` / ``EXCLUDE`` advances, effective floors
   ``max(G, F[a])`` and the reported global floor (minimum over known attributes);
 * **reads**: snapshots (``latest(N)``: the state at N) and change ranges, under our read
@@ -545,8 +547,17 @@ class StageModel:
         seen: set[str] = set()
         for target in targets:
             copies = [rebase(p, source, target) for p in subtree]
-            if any(c in self.prims for c in copies):
+            if copies[0] in self.prims:
                 errors.add(ErrorCode.PRIM_NOT_FOUND)  # "already exists": nothing is cloned
+            # An existing prim below an absent target root is merged into; it refuses a cloned
+            # attribute it carries in another schema (OP_FAILED: nothing is cloned).
+            for prim, copy in zip(subtree[1:], copies[1:], strict=True):
+                if copy in self.prims and any(
+                    self.live(k) and self.live_in_other_schema(k[0], copy, k[2])
+                    for k in self.history
+                    if k[1] == prim
+                ):
+                    errors.add(ErrorCode.OP_FAILED)
             if seen & set(copies):
                 errors.add(ErrorCode.OP_FAILED)  # one target is another target's copy
             seen.update(copies)

@@ -3,9 +3,11 @@ descendants and their attribute values) to each target as one mutation at an ord
 §3.12, §5.5; invariant 20).
 
 Failures found while executing surface as ``OP_FAILED`` from ``wait()`` with the engine's
-message ("does not exist", "already exists", the write floor). Path values inside the source
-subtree are rebased for RELATIONSHIP_PATH_ID and CONNECTION_PATH_ID columns only. Clones widen
-existing columns: a read through a query built before the clone then carries a data index map.
+message ("does not exist", "already exists", the write floor, a merge conflict). Below an
+absent target root, existing prims are merged into; a clone may have no target at all. Path
+values inside the source subtree are rebased for RELATIONSHIP_PATH_ID and CONNECTION_PATH_ID
+columns only. Clones widen existing columns: a read through a query built before the clone then
+carries a data index map.
 """
 
 from __future__ import annotations
@@ -243,15 +245,39 @@ def test_an_existing_target_fails_and_nothing_is_cloned(stage, robot) -> None:
     assert held_paths(stage, 2) == sorted(ROBOT)
 
 
-def test_an_existing_prim_inside_a_target_subtree_fails_the_clone(stage, robot, make_query) -> None:
+def test_an_existing_prim_below_an_absent_target_is_merged_into(stage, robot, make_query) -> None:
     stage.write_attribute(
         make_query(["/World/B/Arm"]), "mass", 2, np.array([9], F32), is_array=False
     ).wait()
+    stage.write_attribute(
+        make_query(["/World/B/Arm"]), "own", 2, np.array([7], np.int32), is_array=False
+    ).wait()
+    stage.clone("/World/A", ["/World/B"], 2)
+    stage.advance_write_floor(2).wait()
+    assert held_paths(stage, 2, "/World/B") == [under("/World/B", p) for p in SUBTREE]
+    assert values_at(stage, ["/World/B/Arm"], "mass", 2) == {"/World/B/Arm": 3.0}
+    assert values_at(stage, ["/World/B/Arm"], "size", 2) == {"/World/B/Arm": [0, 1]}
+    assert values_at(stage, ["/World/B/Arm"], "own", 2) == {"/World/B/Arm": 7}, "kept"
+
+
+def test_a_merge_into_a_prim_of_another_type_fails_and_clones_nothing(
+    stage, robot, make_query
+) -> None:
+    stage.write_attribute(
+        make_query(["/World/B/Arm"]), "mass", 2, np.array([9], np.int32), is_array=False
+    ).wait()
     message = clone_failure(stage, "/World/A", ["/World/B"], 2)
     assert "/World/B/Arm" in message
-    assert "already exists" in message
+    assert "another type" in message
     stage.advance_write_floor(2).wait()
     assert held_paths(stage, 2, "/World/B") == ["/World/B/Arm"]
+
+
+def test_a_clone_without_targets_only_checks_admission(stage, robot) -> None:
+    stage.clone("/World/A", [], 2)
+    assert "write floor" in clone_failure(stage, "/World/A", [], 1)
+    stage.advance_write_floor(2).wait()
+    assert held_paths(stage, 2) == sorted(ROBOT)
 
 
 def test_a_deleted_prim_path_can_be_a_target(stage, robot, make_query) -> None:
@@ -298,8 +324,7 @@ def test_clone_just_above_the_floor_is_admitted(stage, robot) -> None:
 
 
 BAD_CLONES = {
-    "no target": ("/World/A", [], "at least one target"),
-    "duplicate targets": ("/World/A", ["/World/B", "/World/B"], "both"),
+    "duplicate targets": ("/World/A", ["/World/B", "/World/B"], "duplicate target path '/World/B'"),
     "target is the source": ("/World/A", ["/World/A"], "inside the source subtree"),
     "target inside the source": ("/World/A", ["/World/A/Arm/Copy"], "inside the source subtree"),
     "relative target": ("/World/A", ["World/B"], "absolute"),
@@ -359,11 +384,13 @@ def linked(stage, paths, make_query) -> ovstage.PathDictionary:
     inside, outside = path("/L/A/Arm/Hand"), path("/L/Material")
     pair = ovstage.numpy_to_dldatatype(U64, 2)
     rgb, surface = paths.intern_token("outputs:rgb"), paths.intern_token("outputs:surface")
-    connection = np.array([inside, rgb, outside, surface], U64)
+    connection = np.array([inside, rgb], U64)  # one (path, token) pair per prim
     writes = [
         ovstage.WriteDesc("rel", [np.array([inside, outside, path("/L/A")], U64)], True,
                           semantic=AttributeSemantic.RELATIONSHIP_PATH_ID),
-        ovstage.WriteDesc("con", [ovstage.make_dltensor(connection, dtype=pair, shape=(2,))], True,
+        ovstage.WriteDesc("con", [ovstage.make_dltensor(connection, dtype=pair, shape=(1,))], True,
+                          semantic=AttributeSemantic.CONNECTION_PATH_ID),
+        ovstage.WriteDesc("con_out", np.array([[outside, surface]], U64), False,
                           semantic=AttributeSemantic.CONNECTION_PATH_ID),
         ovstage.WriteDesc("plain", [np.array([inside, outside], U64)], True),
         ovstage.WriteDesc("scalar", np.array([inside], U64), False),
@@ -394,10 +421,14 @@ def test_connection_paths_inside_the_source_are_rebased(stage, linked) -> None:
     stage.clone("/L/A", ["/L/E0", "/L/E1"], 2)
     stage.advance_write_floor(2).wait()
     raw = values_at(stage, ["/L/E0/Arm", "/L/E1/Arm"], "con", 2)
+    out = values_at(stage, ["/L/E0/Arm", "/L/E1/Arm"], "con_out", 2)
     for target in ("/L/E0", "/L/E1"):
-        path_ids, token_ids = raw[f"{target}/Arm"][0::2], raw[f"{target}/Arm"][1::2]
-        assert [linked.path_to_string(p) for p in path_ids] == [f"{target}/Arm/Hand", "/L/Material"]
-        assert [linked.token_to_string(t) for t in token_ids] == ["outputs:rgb", "outputs:surface"]
+        path_id, token_id = raw[f"{target}/Arm"]
+        assert linked.path_to_string(path_id) == f"{target}/Arm/Hand"
+        assert linked.token_to_string(token_id) == "outputs:rgb"
+        path_id, token_id = out[f"{target}/Arm"]
+        assert linked.path_to_string(path_id) == "/L/Material", "outside paths are copied"
+        assert linked.token_to_string(token_id) == "outputs:surface"
 
 
 def test_path_ids_without_a_path_semantic_are_copied_unchanged(stage, linked) -> None:

@@ -67,7 +67,8 @@ def test_children_relation(stage, authored) -> None:
 
 def test_siblings_relation(stage, authored) -> None:
     result = stage.get_hierarchy(authored, 1, HierarchyRelation.SIBLINGS)
-    assert relation_paths(result) == [("/Top",), ("/World/B",), (), ("/World",), (), ()]
+    # Top-level prims (/World, /Top) have no siblings: the pseudo-root is no parent.
+    assert relation_paths(result) == [(), ("/World/B",), (), (), (), ()]
 
 
 def test_whole_prim_delete_removes_the_prim_from_the_hierarchy(stage, authored, make_query) -> None:
@@ -85,7 +86,7 @@ def test_cloned_subtrees_have_a_hierarchy(stage, authored, paths) -> None:
         siblings = stage.get_hierarchy(plist, 2, HierarchyRelation.SIBLINGS)
     assert relation_paths(children) == [("/Copy/C",), (), ()]
     assert relation_paths(parents) == [(), ("/Copy",), ()]
-    assert relation_paths(siblings)[2] == ("/Copy", "/World")
+    assert relation_paths(siblings)[2] == ()  # /Top is a top-level prim
 
 
 def test_async_handle_result_release_and_reuse(stage, authored) -> None:
@@ -167,14 +168,18 @@ def test_result_data_classes() -> None:
 # ---------------------------------------------------------------- computation models
 
 
-def test_only_the_cpu_model_is_advertised(stage) -> None:
+def test_the_four_models_are_advertised(stage) -> None:
     models = stage.get_hierarchy_computation_models()
-    assert len(models) == 1
-    desc = models[0]
-    assert isinstance(desc, HierarchyComputationModelDesc)
-    assert desc.model_id == HierarchyComputationModel.CPU_INCREMENTAL
-    assert desc.name == "CPU_INCREMENTAL"
-    assert "GPU models are not in this build" in desc.description
+    assert all(isinstance(desc, HierarchyComputationModelDesc) for desc in models)
+    assert [(desc.model_id, desc.name) for desc in models] == [
+        (HierarchyComputationModel.CPU_INCREMENTAL, "cpu-incremental"),
+        (HierarchyComputationModel.GPU_INCREMENTAL, "gpu-incremental"),
+        (HierarchyComputationModel.GPU_GLOBAL, "gpu-global"),
+        (HierarchyComputationModel.RUNTIME_DEFAULT, "runtime-default"),
+    ]
+    # The GPU models are listed, but not in this build.
+    assert "not in this build" in models[1].description
+    assert "not in this build" in models[2].description
 
 
 def T(x: float, y: float, z: float) -> np.ndarray:
@@ -237,17 +242,29 @@ def test_world_matrices_of_a_three_level_hierarchy(stage, make_query, read_value
     assert "/W/A/N" not in got, "a prim without the attribute does not get one"
 
 
-def test_the_output_is_a_write_at_the_output_ordinal(stage, make_query, read_values, xforms):
-    stage.compute_hierarchy(1, 2)
+def test_a_floor_advance_computes_the_pending_world_matrices(
+    stage, make_query, read_values, xforms
+) -> None:
+    # The fixture wrote local transforms and zero world matrices at 1 and advanced the floor:
+    # the advance ran the runtime-default model first, recording the rows at ordinal 1.
+    got = world_matrices(read_values, make_query, ["/W", "/W/A/B"], 1)
+    np.testing.assert_array_equal(got["/W"], T(1, 2, 3))
+    np.testing.assert_array_equal(got["/W/A/B"].reshape(16)[12:15], [11, 4, 3])
+
+
+def test_the_output_is_recorded_at_the_output_ordinal(stage, make_query, read_values, xforms):
+    write_matrices(stage, make_query, XFORM, 2, {"/W": T(7, 0, 0)})
+    stage.compute_hierarchy(2, 3)
     before = world_matrices(read_values, make_query, ["/W"], 1)
-    np.testing.assert_array_equal(before["/W"], np.zeros((4, 4)), "unsealed until the floor moves")
-    stage.advance_write_floor(2).wait()
+    np.testing.assert_array_equal(before["/W"], T(1, 2, 3), "unsealed until the floor moves")
+    stage.advance_write_floor(3).wait()
     np.testing.assert_array_equal(
-        world_matrices(read_values, make_query, ["/W"], 2)["/W"], T(1, 2, 3)
+        world_matrices(read_values, make_query, ["/W"], 3)["/W"], T(7, 0, 0)
     )
-    op = stage.compute_hierarchy_async(2, 2)
-    assert op.status == ErrorCode.WRITE_FLOOR_VIOLATION
-    assert WORLD in op.error_message()
+    # The output ordinal is not subject to the write floor: a sealed one is accepted.
+    op = stage.compute_hierarchy_async(3, 3)
+    assert op.ok
+    op.wait()
 
 
 def test_runtime_default_uses_the_cpu_model(stage, make_query, read_values, xforms) -> None:

@@ -6,12 +6,13 @@ where a target carries the attribute and opens a second column of the name elsew
 attribute and whole-prim deletes, floor advances (``ALL``, ``INCLUDE``, ``EXCLUDE``), map
 sessions (setup with the attribute's schema, another one or none; buffers checked against the
 committed values, edited, committed with ``unmap_group`` or ``unmap``, or left open for
-``destroy``), clones of subtrees (onto fresh, existing, nested and invalid targets), queries
-(duplicates and empty ones included), raw polls with timeout 0, waits, releases, latest and
-range reads, and floor queries, submitting ops out of ordinal order without waiting. Every
-enqueue result and every op's outcome is checked against the model's rules and every read
-against its sealed-snapshot and change-membership semantics; teardown seals everything and
-compares the whole stage.
+``destroy``; a commit that fails makes the final unmap return that failure), clones of
+subtrees (onto fresh, existing, nested and invalid targets, merging below an absent target
+root), queries (duplicates and empty ones included), raw polls with timeout 0, waits,
+releases, latest and range reads, and floor queries, submitting ops out of ordinal order
+without waiting. Every enqueue result and every op's outcome is checked against the model's
+rules and every read against its sealed-snapshot and change-membership semantics; teardown
+seals everything and compares the whole stage.
 
 The budget comes from a settings profile: ``OVSTAGE_MODEL_PROFILE`` = ``ci`` (the default, a few
 seconds) or ``long``; ``OVSTAGE_MODEL_EXAMPLES`` / ``OVSTAGE_MODEL_STEPS`` override it.
@@ -126,6 +127,9 @@ class MapSession:
     group: ovstage.MapGroup | None = None
     rows: list[Value] = field(default_factory=list)
     committed: bool = False  # the group was committed by unmap_group
+    # The codes the unmap_group commit fails with: a failure makes the session terminal, and
+    # the final unmap returns it without writing.
+    commit_errors: frozenset[ovstage.ErrorCode] = frozenset()
 
 
 def _payload(uid: int, rows: int, attr: Attr, dtype: np.dtype[Any]) -> np.ndarray:
@@ -615,6 +619,8 @@ class StageMachine(RuleBasedStateMachine):
             errors = model.write_errors(
                 session.attr.name, session.setup.schema, session.ordinal, plan, session.insert
             )
+        if final and session.commit_errors:
+            errors = set(session.commit_errors)  # terminal: the remembered failure
         if final:
             op = session.map.unmap()
             self.sessions.remove(session)
@@ -622,7 +628,7 @@ class StageMachine(RuleBasedStateMachine):
         else:
             assert session.group is not None
             op = session.map.unmap_group(session.group)
-            session.committed = True
+            session.committed, session.commit_errors = True, frozenset(errors)
         self._track(op)
         if errors:
             model.accept_other(op.op_id, fails=errors)

@@ -187,10 +187,16 @@ VALID_ID_LAYOUTS = {
                                      True, {"/A": [1], "/B": [], "/C": [2, 3]}),
     "RELATIONSHIP_PATH_ID": (AS.RELATIONSHIP_PATH_ID, lambda: _rows([1, 2], [], [3]), True,
                              {"/A": [1, 2], "/B": [], "/C": [3]}),
+    "RELATIONSHIP_PATH_ID fixed": (AS.RELATIONSHIP_PATH_ID, lambda: np.array([4, 5, 6], U64), False,
+                                   {"/A": 4, "/B": 5, "/C": 6}),
     "CONNECTION_PATH_ID packed": (AS.CONNECTION_PATH_ID, lambda: _pairs(3), True,
                                   {"/A": [1, 2], "/B": [3, 4], "/C": [5, 6]}),
-    "CONNECTION_PATH_ID rows": (AS.CONNECTION_PATH_ID, lambda: [_pairs(2), _pairs(1, 5), _pairs(0)],
-                                True, {"/A": [1, 2, 3, 4], "/B": [5, 6], "/C": []}),
+    "CONNECTION_PATH_ID rows": (AS.CONNECTION_PATH_ID,
+                                lambda: [_pairs(1), _pairs(1, 5), _pairs(1, 7)],
+                                True, {"/A": [1, 2], "/B": [5, 6], "/C": [7, 8]}),
+    "CONNECTION_PATH_ID fixed": (AS.CONNECTION_PATH_ID,
+                                 lambda: np.arange(1, 7, dtype=U64).reshape(3, 2),
+                                 False, {"/A": [1, 2], "/B": [3, 4], "/C": [5, 6]}),
     "STRING": (AS.STRING, lambda: [np.frombuffer(s, np.uint8) for s in (b"hi", b"", b"yo")], True,
                {"/A": [104, 105], "/B": [], "/C": [121, 111]}),
 }  # fmt: skip
@@ -214,10 +220,11 @@ INVALID_ID_LAYOUTS = {
     "ASSET_PATH_ID float": (AS.ASSET_PATH_ID, lambda: np.zeros((3, 2)), False),
     "PATH_EXPRESSION_STRING uint32": (AS.PATH_EXPRESSION_STRING, lambda: np.zeros(3, np.uint32),
                                       False),
-    "RELATIONSHIP_PATH_ID fixed": (AS.RELATIONSHIP_PATH_ID, lambda: np.zeros(3, U64), False),
+    "RELATIONSHIP_PATH_ID two lanes": (AS.RELATIONSHIP_PATH_ID, lambda: np.zeros((3, 2), U64),
+                                       False),
     "RELATIONSHIP_PATH_ID int64": (AS.RELATIONSHIP_PATH_ID, lambda: np.zeros(3, np.int64), True),
     "CONNECTION_PATH_ID one lane": (AS.CONNECTION_PATH_ID, lambda: np.zeros((3, 2), U64), True),
-    "CONNECTION_PATH_ID fixed": (AS.CONNECTION_PATH_ID, lambda: np.zeros((3, 2), U64), False),
+    "CONNECTION_PATH_ID fixed one lane": (AS.CONNECTION_PATH_ID, lambda: np.zeros(3, U64), False),
     "STRING fixed": (AS.STRING, lambda: np.zeros(3, np.uint8), False),
     "STRING int8": (AS.STRING, lambda: [np.zeros(2, np.int8)] * 3, True),
 }  # fmt: skip
@@ -230,6 +237,26 @@ def test_wrong_id_layouts_are_invalid_argument(stage, abc, case) -> None:
     assert_rejected(op, ErrorCode.INVALID_ARGUMENT, "semantic")
     stage.advance_write_floor(1).wait()
     assert read_groups(stage, abc, ["id"], OrdinalRange.latest(1)) == []
+
+
+def test_connection_rows_of_other_than_one_pair_fail_when_the_write_runs(stage, abc) -> None:
+    # Accepted at enqueue; each prim takes exactly one (path, token) pair, checked when the
+    # write executes: OP_FAILED, nothing written.
+    op = stage.write_attribute(abc, "con", 1, [_pairs(2), _pairs(1, 5), _pairs(0)], is_array=True,
+                               semantic=AS.CONNECTION_PATH_ID)  # fmt: skip
+    assert op.ok
+    with pytest.raises(ovstage.OvstageError) as info:
+        op.wait()
+    assert info.value.code == ErrorCode.OP_FAILED
+    assert "exactly one connection element (prim_index=0, elements=2)" in info.value.message
+    stage.advance_write_floor(1).wait()
+    assert read_groups(stage, abc, ["con"], OrdinalRange.latest(1)) == []
+
+
+def test_a_string_row_keeps_a_trailing_nul(stage, abc, write_sealed) -> None:
+    rows = [np.frombuffer(b, np.uint8) for b in (b"hi\0", b"", b"\0")]
+    write_sealed(abc, "label", 1, rows, is_array=True, semantic=AS.STRING)
+    assert latest(stage, abc, "label", 1) == {"/A": [104, 105, 0], "/B": [], "/C": [0]}
 
 
 def test_a_token_pair_without_a_semantic_is_a_plain_column(stage, abc, write_sealed) -> None:
@@ -279,14 +306,44 @@ def test_usd_schemas_rows_replace_and_an_empty_row_clears(stage, abc, write_seal
         ("usd-prim-type", np.zeros((3, 2), U64), False),
         ("usd-schemas", np.arange(1, 4, dtype=U64), False),
         ("usd-schemas", [np.ones(1, np.uint32)] * 3, True),
+        ("usd-ancestor-types", np.arange(1, 4, dtype=U64), False),
     ],
-    ids=["type array", "type float", "type int64", "type 2 lanes", "schemas fixed", "schemas u32"],
+    ids=[
+        "type array",
+        "type float",
+        "type int64",
+        "type 2 lanes",
+        "schemas fixed",
+        "schemas u32",
+        "ancestors fixed",
+    ],
 )
 def test_recorded_built_ins_reject_other_layouts(stage, abc, name, payload, is_array) -> None:
     op = stage.write_attribute(abc, name, 1, payload, is_array=is_array)
     assert_rejected(op, ErrorCode.INVALID_ARGUMENT, name)
     stage.advance_write_floor(1).wait()
     assert read_groups(stage, abc, [name], OrdinalRange.latest(1)) == []
+
+
+@pytest.mark.parametrize("name", ["usd-prim-type", "usd-schemas", "usd-ancestor-types"])
+def test_recorded_built_ins_take_semantic_none_only(stage, abc, paths, name) -> None:
+    ids = _token_ids(paths, "X", "Y", "Z")
+    is_array = name != "usd-prim-type"
+    payload = [ids[i : i + 1] for i in range(3)] if is_array else ids
+    op = stage.write_attribute(abc, name, 1, payload, is_array=is_array,
+                               semantic=AS.TOKEN_ID)  # fmt: skip
+    fragment = f"reserved attribute '{name}' requires its canonical kind, semantic NONE"
+    assert_rejected(op, ErrorCode.INVALID_ARGUMENT, fragment)
+
+
+def test_usd_ancestor_types_is_a_recorded_token_array(stage, abc, write_sealed, paths) -> None:
+    rows = [_token_ids(paths, "Xformable", "Imageable"), _token_ids(paths), _token_ids(paths, "A")]
+    write_sealed(abc, "usd-ancestor-types", 1, rows, is_array=True)
+    groups = read_groups(stage, abc, ["usd-ancestor-types"], OrdinalRange.latest(1))
+    assert {(g.is_array, g.semantic) for g in groups} == {(True, AS.NONE)}
+    values = values_of(groups, "usd-ancestor-types")
+    names = {p: [paths.token_to_string(t) for t in v] for p, v in values.items()}
+    assert names == {"/A": ["Xformable", "Imageable"], "/B": [], "/C": ["A"]}
 
 
 # ---------------------------------------------------------------- derived built-ins
