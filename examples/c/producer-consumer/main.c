@@ -5,7 +5,7 @@
  * The producer never waits for its writes: per frame it enqueues two attributes at the frame's
  * ordinal and a floor advance sealing it, goes on, and now and then polls its pending ops with
  * zero-timeout wait_op calls, releasing the finished ones. The consumer asks for the write
- * floor, reads what is sealed, and checks that every read is one whole frame, no older than
+ * floor, reads at that floor (what is sealed), and checks that every read is one whole frame, no older than
  * the floor it saw before the read, and that frames never go backwards.
  *
  * Which frames the consumer happens to see depends on timing, so only totals, the checks and
@@ -263,12 +263,16 @@ static uint32_t sensor_of(shared_t* s, ovx_primpath_list_t list, uint32_t entry)
     return i;
 }
 
-/* Reads the latest sealed temperature and position of every sensor into c->final_*. */
-static ovstage_api_status_t read_latest(consumer_t* c)
+/*
+ * Reads the temperature and position of every sensor as of ordinal `at` into c->final_*.
+ * `at` must be sealed: a read at an ordinal whose changes are still above the write floor is
+ * refused (the snapshot at that ordinal is not decided yet), so the consumer reads at the floor.
+ */
+static ovstage_api_status_t read_at(consumer_t* c, ovstage_ordinal_t at)
 {
     shared_t* s = c->shared;
     ovx_token_t attributes[2] = {s->temperature, s->position};
-    ovstage_ordinal_range_t latest = {0, FRAMES, false};
+    ovstage_ordinal_range_t latest = {0, at, false};
     ovstage_read_handle_t read = OVSTAGE_INVALID_READ_HANDLE;
     ovstage_read_group_t group;
     ovstage_api_status_t status;
@@ -323,7 +327,7 @@ static ovstage_api_status_t consume_once(consumer_t* c)
     ovstage_ordinal_t floor = 0;
     int frame;
     TRY(write_floor(c->shared, &floor));
-    TRY(read_latest(c));
+    TRY(read_at(c, floor));
     frame = frame_of(c);
     c->reads++;
     c->inconsistent |= frame < 0;
