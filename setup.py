@@ -1,6 +1,6 @@
 """Build hook: compiles the Go facade (pybind/) with gopy into ovstage._native.
 
-Metadata lives in pyproject.toml. See DESIGN.md section 4 for the recipe:
+Metadata lives in pyproject.toml. The recipe:
   1. `go build` gopy and goimports at the versions pinned in go.mod into a temp bin dir;
   2. `gopy build` the pybind package into a directory inside the Go module;
   3. check the extension was really produced (gopy can exit 0 without it);

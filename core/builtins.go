@@ -76,7 +76,7 @@ func checkReservedAttribute(label, name string, schema column.Schema, force bool
 var pathIDType = tensor.DType{Code: tensor.CodeUInt, Bits: 64, Lanes: 1}
 
 // derivedGroupsLocked synthesizes usd-path / usd-parent / usd-children for the query's prims
-// that exist, from path components (spec §1.6): not floor-gated, reported at ordinal end. A
+// that exist, from path components: not floor-gated, reported at ordinal end. A
 // prim with no value (a top-level prim's parent, a leaf's children) contributes no row.
 func (s *Stage) derivedGroupsLocked(q *Query, a uint64, name string, end uint64) ([]*Group, error) {
 	var idx []uint32

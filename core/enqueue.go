@@ -64,7 +64,8 @@ func (s *Stage) enqueueLocked(spec opSpec) *sched.Op {
 }
 
 // enqueueOpLocked registers o (whose task is task: o itself or the struct embedding it) with
-// the ordering rules of spec §2.3, and queues it for submission when s.mu is released.
+// the ordering rules (docs/architecture.md, "Ops and their order"), and queues it for
+// submission when s.mu is released.
 func (s *Stage) enqueueOpLocked(o *stageOp, task sched.Task, deps, inputs []*sched.Op, async bool) *sched.Op {
 	s.nextOp++
 	o.s = s

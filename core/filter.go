@@ -15,7 +15,7 @@ import (
 	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
-// FilterOp is a predicate operator (spec §3.3).
+// FilterOp is a predicate operator.
 type FilterOp int32
 
 // Filter operators.
@@ -48,7 +48,7 @@ type Predicate struct {
 	Values []string
 }
 
-// builtinOps is the support matrix of the built-ins (spec §3.3); user attributes get HAS plus,
+// builtinOps is the support matrix of the built-ins; user attributes get HAS plus,
 // beyond the reference, IN/LT/LE/GT/GE on numeric and token values and PREFIX on tokens.
 var builtinOps = map[string][]FilterOp{
 	BuiltinPath:     {OpHas, OpIn, OpPrefix},

@@ -8,7 +8,7 @@ import (
 	"github.com/ovstage-go/ovstage/core/status"
 )
 
-// Scope selects which attributes a floor advance raises (spec §3.10).
+// Scope selects which attributes a floor advance raises.
 type Scope int32
 
 // Scopes.

@@ -9,7 +9,7 @@ import (
 )
 
 // Gate is a process-wide test hook that holds ops of one kind pending deterministically
-// (spec §5.1 ovstage.gates). While a gate is enabled, every matching op of every stage blocks
+// (ovstage.gates in Python). While a gate is enabled, every matching op of every stage blocks
 // when it becomes ready (before taking a worker slot) until the gate is released; fail_next
 // makes the next matching op fail with OP_FAILED. Ops enqueued while a gate is armed never run
 // inline, so the enqueuing thread never blocks. The reference has these hooks only in

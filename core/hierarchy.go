@@ -16,7 +16,7 @@ import (
 	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
-// Hierarchy relations (spec §3.18).
+// Hierarchy relations.
 const (
 	RelationParent   int32 = 0
 	RelationChildren int32 = 1

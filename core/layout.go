@@ -6,7 +6,7 @@ import (
 	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
-// Attribute semantics with layout rules (spec §1.4).
+// Attribute semantics with layout rules.
 const (
 	SemanticNone                 int32 = 0
 	SemanticAssetPathID          int32 = 1
@@ -23,7 +23,7 @@ const (
 	maxSemantic    int32 = 15
 )
 
-// MaxLanes is the widest transportable value (spec §1.4).
+// MaxLanes is the widest transportable value.
 const MaxLanes = 255
 
 // checkDType accepts numeric int/uint/float/bfloat/bool value types.
@@ -84,10 +84,11 @@ func foldFixed(t tensor.Tensor, name string) (tensor.DType, int64, error) {
 	return dt, t.Shape[0], nil
 }
 
-// checkSemanticLayout enforces the ID-semantic layouts of spec §1.4.
+// checkSemanticLayout enforces the dtype each ID semantic requires (token and path ids: uint64x1,
+// asset paths: uint64x2; ragged or fixed as the semantic allows).
 func checkSemanticLayout(label string, sem int32, dt tensor.DType, isArray bool) error {
 	if sem < 0 || sem > maxSemantic {
-		return nil // newer library values pass through unchecked (spec §5.3)
+		return nil // newer library values pass through unchecked
 	}
 	u64 := func(lanes uint16) bool {
 		return dt.Code == tensor.CodeUInt && dt.Bits == 64 && dt.Lanes == lanes

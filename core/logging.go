@@ -5,7 +5,7 @@ import (
 	"github.com/ovstage-go/ovstage/core/status"
 )
 
-// LiveStages counts the stages that exist (logging needs at least one, spec §3.15).
+// LiveStages counts the stages that exist (logging needs at least one).
 func LiveStages() int {
 	stagesMu.RLock()
 	defer stagesMu.RUnlock()

@@ -278,7 +278,7 @@ func (m *goModel) schemaRacy(attr uint64, dt tensor.DType) bool {
 	return false
 }
 
-// planTargets resolves count / index map / mask (spec §3.8); ok=false means INVALID_ARGUMENT.
+// planTargets resolves count / index map / mask; ok=false means INVALID_ARGUMENT.
 func planTargets(paths []uint64, rows int, req WriteRequest) ([]mTarget, bool) {
 	if req.HasIndexMap && req.HasMask {
 		return nil, false

@@ -22,7 +22,7 @@ type TensorView struct {
 	DeviceID   int32
 }
 
-// Group is a read group (spec §3.6): one attribute's values for some of the query's prims.
+// Group is a read group: one attribute's values for some of the query's prims.
 type Group struct {
 	ID        uint64
 	Attribute uint64

@@ -249,7 +249,7 @@ func awaitOp(op *sched.Op, timeoutNs uint64, what string, h uint64) error {
 }
 
 // awaitResult is awaitOp for fetches of a result: a failed producer is reported as OP_FAILED
-// (spec §2.6) with the producer's message.
+// with the producer's message.
 func awaitResult(op *sched.Op, timeoutNs uint64, what string, h uint64) error {
 	err := awaitOp(op, timeoutNs, what, h)
 	if err == nil || status.CodeOf(err) == status.Timeout {

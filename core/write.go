@@ -10,7 +10,7 @@ import (
 	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
-// Prim modes (spec §3.8).
+// Prim modes.
 const (
 	PrimModeUpsert int32 = 0
 	PrimModeInsert int32 = 1
@@ -42,7 +42,7 @@ type WriteRequest struct {
 // the caller's tensors may be freed as soon as the enqueue returns, except for large host
 // payloads (see DeferCopyBytes): those are copied by the op on a worker, and the caller keeps
 // the source alive and unchanged until the op completes (the reference's contract for every
-// write, spec §3.8).
+// write).
 type preparedWrite struct {
 	label    string // argument name for messages ("writes[1]" in a batch)
 	attr     uint64
@@ -403,7 +403,7 @@ func sameStorage(a, b column.Schema) bool { return a.IsArray == b.IsArray && a.D
 // columnForWriteLocked finds the column a write goes to: the column of the attribute with the
 // write's storage schema and role (semantic NONE matches any role). It returns nil when a new
 // column is needed, and rejects a schema or role change on a prim that carries the attribute
-// (spec §1.4: delete the attribute first). Columns are keyed by (storage, role) so a deleted
+// (delete the attribute first). Columns are keyed by (storage, role) so a deleted
 // attribute frees both.
 func (s *Stage) columnForWriteLocked(w *preparedWrite, targets []uint64) (*column.Column, error) {
 	cols := s.columns[w.attr]
@@ -602,7 +602,7 @@ func (s *Stage) enqueueWritesLocked(qh uint64, o *writeOp) (uint64, error) {
 
 // applyWrites runs on a worker: per entry it re-checks admission against the applied floors,
 // creates prims and the column as needed, and stages the payload as a delta. Entries apply in
-// order; a failing entry stops the batch (earlier entries stay applied, spec §3.8). Payloads
+// order; a failing entry stops the batch (earlier entries stay applied). Payloads
 // left unstaged are released by writeOp.Cleanup.
 func (s *Stage) applyWrites(op *sched.Op, q *Query, ws []*preparedWrite) error {
 	if len(ws) > 1 && ws[0].primMode == PrimModeInsert {

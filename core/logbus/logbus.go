@@ -1,4 +1,4 @@
-// Package logbus is the process-wide log queue of the engine (spec §3.15). Go never calls
+// Package logbus is the process-wide log queue of the engine. Go never calls
 // Python: the engine pushes messages into a bounded FIFO and a consumer (the Python
 // dispatcher thread) pulls them with Next, delivering them serially to the user callback.
 //
@@ -22,7 +22,7 @@ import (
 // Severity is an ovstage_log_severity_t value; as a threshold, messages below it are dropped.
 type Severity int32
 
-// Severities (spec §3.15). Fatal is accepted as a filter level; None is a threshold only.
+// Severities. Fatal is accepted as a filter level; None is a threshold only.
 const (
 	Verbose Severity = -2
 	Info    Severity = -1

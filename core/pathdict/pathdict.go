@@ -1,4 +1,4 @@
-// Package pathdict is the process-wide path dictionary (spec §1.2, §3.2): interned tokens,
+// Package pathdict is the process-wide path dictionary: interned tokens,
 // interned prim paths (sequences of component tokens) and refcounted, never-deduplicated path
 // lists. All ids are uint64 with 0 invalid. It is shared by every stage and safe for concurrent
 // use.

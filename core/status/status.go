@@ -1,4 +1,4 @@
-// Package status defines the ovstage status codes (spec §4, reference numeric values) and the
+// Package status defines the ovstage status codes (the reference's numeric values) and the
 // error type that carries one. Every error the engine reports is an *Error.
 package status
 

@@ -7,7 +7,7 @@ returns an :class:`Operation` at once.
 
 from __future__ import annotations
 
-# ``gates`` (test hooks) is importable as ovstage.gates but stays out of ``__all__`` (spec §5.1).
+# ``gates`` (test hooks) is importable as ovstage.gates but stays out of ``__all__``.
 from . import gates as gates
 from . import instancing, population
 from ._config import StageConfig

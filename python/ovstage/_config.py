@@ -1,4 +1,4 @@
-"""``StageConfig`` and the process-level settings it carries (spec §3.1, §5.8).
+"""``StageConfig`` and the process-level settings it carries.
 
 The reference's ``Stage(config=...)`` calls ``ovstage_initialize`` and holds one process
 reference until ``destroy()``; a config that conflicts with the setting of another live

@@ -1,4 +1,4 @@
-"""DLPack 1.x ABI structures and tensor helpers (spec §5.9).
+"""DLPack 1.x ABI structures and tensor helpers.
 
 Everything here is ctypes and numpy; the native extension is not needed. The only
 native hook is :meth:`ManagedDLTensor._from_native`, through which the stage layer

@@ -1,4 +1,4 @@
-"""Public enumerations of the ovstage Python API (spec §1.4, §5.8).
+"""Public enumerations of the ovstage Python API.
 
 This module is pure Python and does not need the native extension.
 """

@@ -1,4 +1,4 @@
-"""Status codes, exception types and native error mapping (spec §4, §5.3).
+"""Status codes, exception types and native error mapping.
 
 This module is pure Python and does not need the native extension.
 """
@@ -31,7 +31,7 @@ TIMEOUT_INFINITE: int = OVSTAGE_TIMEOUT_INFINITE
 
 
 class ErrorCode(enum.IntEnum):
-    """``ovstage_api_status_t`` values (stable ABI, spec §4)."""
+    """``ovstage_api_status_t`` values (stable ABI: the numbers are the C header's)."""
 
     OK = 0
     INVALID_ARGUMENT = 1

@@ -1,4 +1,4 @@
-"""Argument guards run before any native call (spec §5.3).
+"""Argument guards run before any native call.
 
 Integers are normalized with :func:`operator.index`: floats, strings and bytes are
 rejected even when integral; ``bool``, ``IntEnum`` members, numpy integers and 0-d

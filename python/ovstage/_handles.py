@@ -1,4 +1,4 @@
-"""Handle wrappers: ``Query`` and ``Read`` (spec §5.6)."""
+"""Handle wrappers: ``Query`` and ``Read``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hierarchy queries and the hierarchy computation models (spec §3.18, §5.5, §5.8).
+"""Hierarchy queries and the hierarchy computation models.
 
 Relations come from path components over the prims the stage holds, so prims authored by
 client writes have a hierarchy too (the reference tracks it only for populated and cloned
@@ -153,7 +153,7 @@ class _HierarchyMixin:
         out = as_uint64(output_ordinal, "output_ordinal")
         model_id = as_int32(model, "model")
         if model_id == HierarchyComputationModel.RUNTIME_DEFAULT:
-            # The runtime default this stage captured at creation (StageConfig, spec §3.1).
+            # The runtime default this stage captured at creation (StageConfig).
             model_id = getattr(self, "hierarchy_model", model_id)
         return self._enqueue("compute_hierarchy_async", native.ComputeHierarchy, model_id, inp, out)
 

@@ -1,4 +1,4 @@
-"""Process-global logging: ``set_log_callback`` and ``flush_log`` (spec §3.15, §5.11).
+"""Process-global logging: ``set_log_callback`` and ``flush_log``.
 
 The engine never calls Python. It queues messages (severity, channel, timestamp, text) in a
 bounded process-wide queue; a daemon dispatcher thread, started by the first

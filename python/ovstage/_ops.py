@@ -1,4 +1,4 @@
-"""``Operation``: the result of every asynchronous enqueue (spec §5.4)."""
+"""``Operation``: the result of every asynchronous enqueue."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``PathDictionary`` and ``PathList`` (spec §5.10).
+"""``PathDictionary`` and ``PathList``.
 
 The dictionary is process-wide (shared by every stage), so tokens, paths and lists minted
 through one stage are valid with any other.

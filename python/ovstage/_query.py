@@ -1,4 +1,4 @@
-"""Filter-query data classes: ``Predicate``, ``Filter``, ``QueryResult`` (spec §5.8)."""
+"""Filter-query data classes: ``Predicate``, ``Filter``, ``QueryResult``."""
 
 from __future__ import annotations
 

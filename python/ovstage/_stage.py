@@ -1,4 +1,4 @@
-"""``Stage``: one ovstage instance, and the ``OrdinalRange`` data class (spec §5.5, §5.8)."""
+"""``Stage``: one ovstage instance, and the ``OrdinalRange`` data class."""
 
 from __future__ import annotations
 
@@ -208,7 +208,7 @@ class Stage(_HierarchyMixin):
             raise
         self.name = name
         self.config = config
-        #: The runtime-default hierarchy model captured at creation (spec §3.1).
+        #: The runtime-default hierarchy model captured at creation.
         self.hierarchy_model: int = process_config.default_model()
         self._destroyed = False
 

@@ -1,4 +1,4 @@
-"""Test gates: hold ops pending deterministically (spec §5.1 ``ovstage.gates``).
+"""Test gates: hold ops pending deterministically (the reference's test hooks).
 
 Two process-wide gates exist, shared by every stage:
 

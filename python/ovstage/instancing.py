@@ -1,4 +1,4 @@
-"""``ovstage.instancing``: scene-graph instancing queries (spec §3.17, §5.12).
+"""``ovstage.instancing``: scene-graph instancing queries.
 
 Instancing data comes from USD population, which needs an OpenUSD runtime; this build has
 none. The module has the reference's functions so code using them imports unchanged;

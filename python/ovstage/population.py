@@ -1,4 +1,4 @@
-"""``ovstage.population``: USD population and export (spec §3.19, §5.12).
+"""``ovstage.population``: USD population and export.
 
 Population and export need an OpenUSD runtime; this build has none. The module keeps the
 reference's names so code written for it imports unchanged: the data classes and enums

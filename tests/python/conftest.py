@@ -1,7 +1,7 @@
 """Shared fixtures for the ovstage Python suite.
 
-Every fixture releases what it creates (queries, path lists, stages), in the canonical order of
-spec §2.10: groups, reads, queries, path lists, then the stage. An autouse fixture turns any
+Every fixture releases what it creates (queries, path lists, stages), in the order the library
+asks for: groups, reads, queries, path lists, then the stage. An autouse fixture turns any
 ``ResourceWarning`` raised by a finalizer (a handle the test forgot to release) into a failure,
 so the suite also holds under ``-W error::ResourceWarning`` where finalizers only print.
 """

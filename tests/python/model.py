@@ -1,4 +1,4 @@
-"""A small pure-Python reference model of an ovstage stage (spec §1.7-§1.11, §3.8-§3.10).
+"""A small pure-Python reference model of an ovstage stage.
 
 The model knows nothing of the engine. It keeps, per key ``(attribute, prim, schema)`` (one
 *cell* of one column: an attribute name may have several columns, one per storage schema and
@@ -135,7 +135,7 @@ class Floors:
     def advance(
         self, ordinal: int, scope: Scope, listed: Sequence[str], known: Iterable[str]
     ) -> None:
-        """One ``advance_write_floor`` (spec §1.8); floors only rise."""
+        """One ``advance_write_floor``; floors only rise."""
         if scope == Scope.INCLUDE:
             targets: Iterable[str] = listed
         elif scope == Scope.ALL or not listed:
@@ -166,7 +166,7 @@ def plan_targets(
     index_map: Sequence[int] | None,
     mask: Sequence[int] | None,
 ) -> WritePlan | None:
-    """Resolve a fixed-size write's addressing (spec §3.8), or None when it is invalid.
+    """Resolve a fixed-size write's addressing, or None when it is invalid.
 
     ``count`` addresses the leading prims; ``index_map[i]`` is the payload row of logical
     element ``i``; ``mask`` bit ``i`` (LSB first) selects logical element ``i``. Invalid:

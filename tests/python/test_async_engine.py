@@ -176,7 +176,7 @@ def test_a_read_overlapping_a_pending_write_returns_the_sealed_values(
     with gates.scoped_write_gate() as gate:
         pending = stage.write_attribute(query, "t", 2, f32(7, 8, 9), is_array=False)
         assert gate.wait_until_entered()
-        # The reference fails this read with OP_FAILED (spec §2.9); we serve the sealed state.
+        # The reference fails this read with OP_FAILED; we serve the sealed state.
         assert read_values(query, "t", 2) == {"/A": 1.0, "/B": 2.0, "/C": 3.0}
         gate.release()
         pending.wait()

@@ -1,4 +1,4 @@
-"""DLPack structures and tensor helpers (spec §5.9).
+"""DLPack structures and tensor helpers.
 
 Pure Python (ctypes + numpy): these tests need neither the native extension nor a stage.
 """

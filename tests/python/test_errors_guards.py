@@ -1,4 +1,4 @@
-"""Status codes, exceptions, enums and argument guards (spec §4, §5.3, §5.8).
+"""Status codes, exceptions, enums and argument guards.
 
 Pure Python: these tests need neither the native extension nor a stage.
 """

@@ -1,5 +1,5 @@
-"""Write floors, scoped advances and ordinal queries (spec §1.7-§1.9, §3.10, §3.13, §5.8;
-invariants 2-6 of §6).
+"""Write floors, scoped advances and ordinal queries: floors only rise, a
+scoped advance raises only its attributes, an ordinal query reports the floor it asked for.
 
 ``latest(N)`` is the snapshot at N: an unsealed selected change at or before N fails the read
 with ``WRITE_FLOOR_VIOLATION``, a sealed change after N with ``OUT_OF_RANGE``. Our documented

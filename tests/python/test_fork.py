@@ -1,4 +1,4 @@
-"""Fork safety (DESIGN §4): the Go runtime does not survive ``fork()``.
+"""Fork safety : the Go runtime does not survive ``fork()``.
 
 A forked child that touches ovstage must get a clear ``OvstageError`` at once (not a hang), may
 still read views it inherited, and must be able to exit normally; the parent keeps working.

@@ -1,4 +1,4 @@
-"""Hierarchy queries and the CPU hierarchy computation model (spec §3.18, §5.5, §5.6, §5.8)."""
+"""Hierarchy queries and the CPU hierarchy computation model."""
 
 from __future__ import annotations
 

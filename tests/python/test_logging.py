@@ -1,4 +1,4 @@
-"""Process-global logging: set_log_callback, flush_log, LogSeverity (spec §3.15, §5.11)."""
+"""Process-global logging: set_log_callback, flush_log, LogSeverity."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Map/unmap: ``Stage.map_attribute`` hands out writable buffers for a query's prims, committed
-at the map's ordinal by ``unmap_group`` / ``unmap()`` (spec §3.11, §5.5-§5.7; invariant 19).
+at the map's ordinal by ``unmap_group`` / ``unmap()``.
 
 Beyond the reference, buffers start with the current committed values (zeros where a prim has
 no value yet) and ragged attributes map with ``element_sizes``. Commits obey the write floor:

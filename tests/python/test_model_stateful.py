@@ -192,7 +192,7 @@ class StageMachine(RuleBasedStateMachine):
     # -- helpers -------------------------------------------------------------------------
 
     def _make_query(self, prim_paths: tuple[str, ...]) -> QueryRef:
-        # The query keeps working after its source path list is released (spec §3.4).
+        # The query keeps working after its source path list is released.
         with self.paths.create_path_list_from_strings(list(prim_paths)) as plist:
             query = self.stage.query_from_path_list(plist)
         ref = QueryRef(prim_paths, query)
@@ -395,7 +395,7 @@ class StageMachine(RuleBasedStateMachine):
         else:
             rows = n + shape["rows_delta"]
         rows = max(rows, 0)
-        # Python passes count = len(index_map) when count is omitted (spec §5.3).
+        # Python passes count = len(index_map) when count is omitted.
         logical = len(index_map) if index_map is not None else count
         plan = plan_targets(ref.paths, rows, logical, index_map, mask)
         # Another dtype or role: refused where a target carries the attribute in another

@@ -1,4 +1,4 @@
-"""Writes, floors, Operation and wait_op (spec §1.8, §2, §3.8, §3.10, §5.3, §5.4)."""
+"""Writes, floors, Operation and wait_op."""
 
 from __future__ import annotations
 
@@ -332,7 +332,7 @@ def test_pipelined_writes_at_increasing_ordinals_end_with_the_highest(
 def test_pipelined_writes_at_decreasing_ordinals_keep_the_highest(
     stage, make_query, read_values
 ) -> None:
-    # DESIGN.md §3 "Ordinals": last writer wins by ordinal, not by submission.
+    # docs/architecture.md, "Ops and their order": last writer wins by ordinal, not by submission.
     query = make_query(ABC)
     ops = [
         stage.write_attribute(query, "t", o, np.full(3, o, np.int64), is_array=False)

@@ -1,4 +1,5 @@
-"""Finalizers release first, then warn (spec §5.6, §5.7, §5.10; issue 4 item 7).
+"""Finalizers release first, then warn (a handle dropped unreleased is freed, then
+a ResourceWarning names it).
 
 Every owning wrapper (Query, Read, OrdinalQuery, Hierarchy, Map -- whose release is its
 unmap --, ReadGroup, PathList) dropped unreleased while its stage is alive is released by its

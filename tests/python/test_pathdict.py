@@ -1,4 +1,4 @@
-"""Path dictionary and PathList (spec §1.2, §3.2, §3.4, §5.10)."""
+"""Path dictionary and PathList."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The import surface matches the reference's ``ovstage.__all__`` name for name (spec §5.1)."""
+"""The import surface matches the reference's ``ovstage.__all__`` name for name."""
 
 from __future__ import annotations
 

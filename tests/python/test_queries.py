@@ -1,5 +1,5 @@
 """Filter queries: ``Stage.query`` with ``Filter``/``Predicate``/``FilterOp``, attribute discovery,
-``QueryResult`` (spec §3.3-§3.5, §5.5, §5.6, §5.8; invariant 16).
+``QueryResult``.
 
 The scene is client-authored: ``usd-prim-type`` is written as one uint64 token id per prim,
 ``usd-schemas`` as uint64 token-id arrays. Matched prims are listed by reading the derived

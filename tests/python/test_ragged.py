@@ -1,5 +1,5 @@
 """Ragged (array) attributes: ``is_array=True`` writes, packed and per-row payloads, reads with
-one tensor per prim, schema immutability (spec §1.4 "Array layout", §3.6, §3.8; invariant 14).
+one tensor per prim, schema immutability.
 """
 
 from __future__ import annotations

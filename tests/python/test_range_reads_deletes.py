@@ -1,5 +1,5 @@
 """Range reads, snapshot reads, read groups over part of a column, and deletes/tombstones
-(spec §1.9-§1.11, §3.6, §3.9; invariants 7 and 8 of §6; 0.3.0 read admission).
+under the 0.3.0 read admission (latest(N) is the snapshot at N).
 """
 
 from __future__ import annotations

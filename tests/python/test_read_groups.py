@@ -1,8 +1,8 @@
-"""Read groups: accessors, index maps, release rules and view lifetimes (spec §3.6, §3.7, §5.7).
+"""Read groups: accessors, index maps, release rules and view lifetimes.
 
-Views (``array()``, ``np.from_dlpack(dlpack())``) hold their own buffer reference in our design
-(DESIGN.md §3 "Columns and buffers"): they keep their values after ``release_group``, after the
-stage is destroyed, and after later writes to the column (copy-on-write).
+Views (``array()``, ``np.from_dlpack(dlpack())``) hold their own buffer reference in our design:
+they keep their values after ``release_group``, after the stage is destroyed, and after later
+writes to the column (copy-on-write; README, "Where we differ").
 """
 
 from __future__ import annotations
@@ -277,8 +277,8 @@ def test_views_keep_their_values_after_a_later_write_to_the_column(
 def test_live_group_keeps_its_snapshot_while_the_column_is_rewritten(
     stage, abc, write_sealed, read_values
 ) -> None:
-    # DESIGN.md §1: overlapping reads/writes never fail with OP_FAILED (the reference rejects a
-    # write that overlaps a live read group); the live group keeps viewing its version.
+    # Ours (README, "Where we differ"): overlapping reads/writes never fail with OP_FAILED (the
+    # reference rejects a write that overlaps a live read group); the live group keeps its version.
     with (
         stage.read_attributes(abc, ["t"], OrdinalRange.latest(1)) as read,
         _fetch_one(read) as group,

@@ -1,5 +1,5 @@
-"""Attribute semantics (roles) and the reserved built-in attributes (spec §1.4, §1.6, §3.8;
-invariant 15 of §6).
+"""Attribute semantics (roles) and the reserved built-in attributes: a semantic
+fixes an attribute's layout, built-ins are derived from paths and cannot be written.
 """
 
 from __future__ import annotations

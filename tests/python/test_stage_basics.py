@@ -1,7 +1,7 @@
-"""Stage lifecycle, write -> seal -> read, dtypes and layouts (spec §1.4, §1.10, §5.5, §5.9).
+"""Stage lifecycle, write -> seal -> read, dtypes and layouts.
 
-Where our design deliberately differs from the reference (DESIGN.md §1, §3: latest reads serve
-the newest *sealed* version), the test says so.
+Where our design deliberately differs from the reference (README, "Where we differ": latest
+reads serve the newest *sealed* version), the test says so.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``StageConfig`` (spec §5.8, §3.1) and the ``workers`` extension."""
+"""``StageConfig`` and the ``workers`` extension."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``ovstage.instancing`` and ``ovstage.population`` without an OpenUSD runtime (spec §5.12)."""
+"""``ovstage.instancing`` and ``ovstage.population`` without an OpenUSD runtime."""
 
 from __future__ import annotations
 

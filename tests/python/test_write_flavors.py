@@ -1,5 +1,5 @@
 """Write flavors: ``write_attributes`` batches, prim modes, sparse addressing and the fixed
-canonical layout (spec §1.4, §3.8, §5.3; invariants 9-13 of §6).
+canonical layout.
 
 Every test reads the stage back: a write "works" only if its values are there, and a rejected
 write works only if nothing changed.
