@@ -40,6 +40,9 @@ type Delta struct {
 	WidthElems int64
 	// Tombstone deletes the rows instead of writing them (no payload).
 	Tombstone bool
+	// Later lists deletes ordered after this write that already ran: Stage gives the rows
+	// they cover their tombstones too (see LaterDelete).
+	Later []LaterDelete
 }
 
 // row returns the byte offset and element count of array source row s.
@@ -167,8 +170,13 @@ func (c *Column) Stage(prims []uint64, d *Delta) bool {
 		d.Rows = c.lookupRows(prims)
 		c.lastPrims, c.lastRows, c.lastGen = prims, d.Rows, c.layout
 	}
-	c.insertPending(d)
-	c.addRecord(record{ordinal: d.Ordinal, seq: d.Seq, rows: d.Rows, tombstone: d.Tombstone})
+	if len(d.Later) > 0 {
+		c.stageLaterDeletesLocked(prims, d, d.Later)
+		d.Later = nil
+	} else {
+		c.insertPending(d)
+		c.addRecord(record{ordinal: d.Ordinal, seq: d.Seq, rows: d.Rows, tombstone: d.Tombstone})
+	}
 	return c.layout != gen
 }
 
