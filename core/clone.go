@@ -101,7 +101,7 @@ type cloneColumn struct {
 }
 
 func (s *Stage) applyClone(op *sched.Op, src uint64, dsts []uint64, ordinal uint64) error {
-	gathered, mapped, err := s.gatherClone(src, dsts, ordinal)
+	gathered, mapped, err := s.gatherClone(src, dsts, ordinal, op.ID)
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func (s *Stage) applyClone(op *sched.Op, src uint64, dsts []uint64, ordinal uint
 
 // gatherClone checks a clone against the applied state, copies the source subtree's values
 // and records the target prims; mapped[t][k] is the target path of subtree prim k in target t.
-func (s *Stage) gatherClone(src uint64, dsts []uint64, ordinal uint64) ([]cloneColumn, [][]uint64, error) {
+func (s *Stage) gatherClone(src uint64, dsts []uint64, ordinal, seq uint64) ([]cloneColumn, [][]uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.checkLiveLocked(); err != nil {
@@ -145,11 +145,8 @@ func (s *Stage) gatherClone(src uint64, dsts []uint64, ordinal uint64) ([]cloneC
 			mapped[t][k] = m
 		}
 	}
-	// Admission: the global floor always, then the floor of every attribute the subtree carries.
-	if err := s.checkGlobalAdmission(ordinal); err != nil {
-		return nil, nil, err
-	}
 	var gathered []cloneColumn
+	var attrs []uint64
 	for a, cols := range s.columns {
 		for _, c := range cols {
 			cc := cloneColumn{col: c}
@@ -160,15 +157,19 @@ func (s *Stage) gatherClone(src uint64, dsts []uint64, ordinal uint64) ([]cloneC
 			if len(cc.prims) == 0 {
 				continue
 			}
-			if err := s.checkAdmission(s.floors.effective(a), ordinal, a); err != nil {
-				return nil, nil, err
-			}
+			attrs = append(attrs, a)
 			gathered = append(gathered, cc)
 		}
 	}
+	var targets []uint64
 	for t := range dsts {
-		s.addPrimsLocked(mapped[t])
+		targets = append(targets, mapped[t]...)
 	}
+	if err := s.admitCloneLocked(attrs, targets, ordinal, seq); err != nil {
+		return nil, nil, err
+	}
+	s.addPrimsLocked(targets)
+	s.recordCreatedLocked(targets, ordinal, seq)
 	return gathered, mapped, nil
 }
 
