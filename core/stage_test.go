@@ -28,7 +28,18 @@ type fixture struct {
 
 func newFixture(t testing.TB, paths ...string) *fixture {
 	t.Helper()
-	s := NewStage("test", Config{})
+	return newConfigFixture(t, Config{}, paths...)
+}
+
+// newPolicyFixture is newFixture on a stage with the given ordinal admission policy.
+func newPolicyFixture(t testing.TB, policy AdmissionPolicy, paths ...string) *fixture {
+	t.Helper()
+	return newConfigFixture(t, Config{Admission: policy}, paths...)
+}
+
+func newConfigFixture(t testing.TB, cfg Config, paths ...string) *fixture {
+	t.Helper()
+	s := NewStage("test", cfg)
 	t.Cleanup(s.Destroy)
 	if len(paths) == 0 {
 		paths = []string{"/World/A", "/World/B", "/World/C"}
