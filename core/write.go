@@ -645,7 +645,8 @@ func (s *Stage) enqueueWrites(qh uint64, o *writeOp) (uint64, error) {
 // enqueueWritesLocked checks what it can at enqueue and queues the op. Layout and coverage
 // errors are found as soon as the query is resolved; schema and INSERT refusals only when no
 // pending mutation the write waits for could still change the answer (conflicts.go), so
-// that a refusal at enqueue is exactly the one the op would meet when it runs.
+// that a refusal at enqueue is exactly the one the op would meet when it runs. Ordinal
+// conflicts are reported by the op (as the reference does), and take precedence there.
 func (s *Stage) enqueueWritesLocked(qh uint64, o *writeOp) (uint64, error) {
 	q, err := s.queryLocked(qh)
 	if err != nil {
@@ -662,29 +663,36 @@ func (s *Stage) enqueueWritesLocked(qh uint64, o *writeOp) (uint64, error) {
 		}
 	}
 	deferred := false
-	for _, w := range o.ws {
+	var one [1][]uint64
+	targets := one[:]
+	if len(o.ws) > 1 {
+		targets = make([][]uint64, len(o.ws))
+	}
+	for i, w := range o.ws {
 		deferred = deferred || w.src != nil
 		o.heldSource = o.heldSource || holdsSource(w.size)
 		if err := s.checkAdmission(s.requested.effective(w.attr), w.ordinal, w.attr); err != nil {
 			return 0, err
 		}
-		if !resolved {
-			continue
-		}
-		targets, _, err := w.targets(q.Paths)
-		if err != nil {
-			return 0, err
-		}
-		if !settled {
-			continue
-		}
-		if w.mode == AttributeModeReject {
-			if _, err := s.columnForWriteLocked(w, targets, ^uint64(0)); err != nil {
+		if resolved {
+			if targets[i], _, err = w.targets(q.Paths); err != nil {
 				return 0, err
 			}
 		}
-		if err := s.checkInsertLocked(w, targets); err != nil {
-			return 0, err
+	}
+	if settled && !s.ordinalConflictLocked(o, targets) {
+		// In the order the op checks them: every entry's schema, then INSERT.
+		for i, w := range o.ws {
+			if w.mode == AttributeModeReject {
+				if _, err := s.columnForWriteLocked(w, targets[i], ^uint64(0)); err != nil {
+					return 0, err
+				}
+			}
+		}
+		for i, w := range o.ws {
+			if err := s.checkInsertLocked(w, targets[i]); err != nil {
+				return 0, err
+			}
 		}
 	}
 	o.fp, o.conflictDeps, o.writes = fp, true, fp.attrs
@@ -693,6 +701,21 @@ func (s *Stage) enqueueWritesLocked(qh uint64, o *writeOp) (uint64, error) {
 	op := s.enqueueOpLocked(&o.stageOp, o, deps, inputs[:], deferred)
 	q.addUserLocked(op)
 	return op.ID, nil
+}
+
+// ordinalConflictLocked: some entry meets an ordinal conflict with an applied change. The op
+// reports it when it runs (as the reference does), before any schema or INSERT refusal, so
+// the enqueue leaves those to the op too.
+func (s *Stage) ordinalConflictLocked(o *writeOp, targets [][]uint64) bool {
+	if !s.checksHistory() {
+		return false
+	}
+	for i, w := range o.ws {
+		if _, conflict := s.cellConflictLocked(w.attr, targets[i], w.ordinal, ^uint64(0)); conflict {
+			return true
+		}
+	}
+	return false
 }
 
 // applyWrites runs on a worker: a batch is admitted as a whole first (coverage, floors,
@@ -727,7 +750,8 @@ func (s *Stage) applyWrites(op *sched.Op, o *writeOp) error {
 }
 
 // admitBatch checks a whole batch before its first entry changes anything: no two entries
-// write one cell, and each entry passes the floors and the ordinal admission policy.
+// write one cell, each entry passes the floors and the ordinal admission policy, and none
+// changes a schema (REJECT).
 func (s *Stage) admitBatch(op *sched.Op, q *Query, o *writeOp) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -748,6 +772,18 @@ func (s *Stage) admitBatch(op *sched.Op, q *Query, o *writeOp) error {
 			return err
 		}
 		if err := s.admitCellsLocked(w.opName, w.label, w.attr, targets, w.ordinal, op.ID); err != nil {
+			return err
+		}
+	}
+	// Schema refusals too, so that a batch refused when it runs has applied nothing, exactly
+	// like one refused at enqueue (entries of one attribute share its schema, so no entry's
+	// answer depends on an earlier entry).
+	for _, w := range o.ws {
+		if w.mode != AttributeModeReject {
+			continue
+		}
+		targets, _, _ := w.targets(q.Paths)
+		if _, err := s.columnForWriteLocked(w, targets, op.ID); err != nil {
 			return err
 		}
 	}
@@ -845,15 +881,18 @@ func (s *Stage) writeColumn(w *preparedWrite, targets []uint64, src []int32, seq
 	if err := s.admitCellsLocked(w.opName, w.label, w.attr, targets, w.ordinal, seq); err != nil {
 		return writeDest{}, err
 	}
+	// The checks run in the order the enqueue runs them (schema, then INSERT), so a refusal
+	// names the same cause whichever found it; FORCE's plan is only made here, last.
 	var dest writeDest
 	var err error
-	if w.mode == AttributeModeForce && len(targets) > 0 {
-		dest.force, err = s.planForceLocked(w, targets, src, seq)
-	} else {
+	if w.mode == AttributeModeReject {
 		dest.col, err = s.columnForWriteLocked(w, targets, seq)
 	}
 	if err == nil {
 		err = s.checkInsertLocked(w, targets)
+	}
+	if err == nil && w.mode == AttributeModeForce && len(targets) > 0 {
+		dest.force, err = s.planForceLocked(w, targets, src, seq)
 	}
 	if err != nil || len(targets) == 0 {
 		return dest, err
