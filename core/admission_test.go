@@ -2,6 +2,7 @@ package core
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -89,8 +90,8 @@ func (f *fixture) pathString(p uint64) string {
 	return s
 }
 
-// holdWorkers occupies every worker slot of the stage until release: ops enqueued meanwhile
-// queue up (they never run inline).
+// holdWorkers occupies every worker slot of the stage until release (idempotent: defer it, so
+// a failing test never leaves the stage wedged): ops enqueued meanwhile queue up.
 func holdWorkers(s *Stage) (release func()) {
 	gate := make(chan struct{})
 	entered := make(chan struct{}, s.pool.Workers())
@@ -104,7 +105,8 @@ func holdWorkers(s *Stage) (release func()) {
 	for i := 0; i < s.pool.Workers(); i++ {
 		<-entered
 	}
-	return func() { close(gate) }
+	var once sync.Once
+	return func() { once.Do(func() { close(gate) }) }
 }
 
 var allPolicies = []AdmissionPolicy{AdmissionFloorOnly, AdmissionNondecreasing, AdmissionStrictlyIncreasing}
@@ -261,6 +263,7 @@ func TestDeleteAdmission(t *testing.T) {
 	f := newPolicyFixture(t, AdmissionNondecreasing)
 	q := f.queryOf("/D/B")
 	release := holdWorkers(f.s)
+	defer release()
 	w, err := f.writeF32(q, "x", 5, 1)
 	require.NoError(t, err)
 	del, err := f.s.DeleteAttributes(DeleteRequest{Query: q, Names: []string{"x"}, Tokens: []uint64{0}, Ordinal: 3})
@@ -331,6 +334,7 @@ func TestFloorOnlyLowerWriteEndsUnderALaterDelete(t *testing.T) {
 			q := f.queryOf("/F/C")
 			f.mustSucceed(f.writeF32(q, "other", 1, 0))
 			release := holdWorkers(f.s)
+			defer release()
 			del, err := f.s.DeleteAttributes(DeleteRequest{Query: q, Names: []string{"x"}, Tokens: []uint64{0}, Ordinal: 5})
 			require.NoError(t, err)
 			w, err := f.writeF32(q, "x", 3, 7)
@@ -360,6 +364,7 @@ func TestEnqueueChecksRespectPendingDeletes(t *testing.T) {
 		q := f.queryOf("/E/A")
 		f.mustSucceed(f.writeF32(q, "x", 1, 1))
 		release := holdWorkers(f.s)
+		defer release()
 		del, err := f.s.DeleteAttributes(DeleteRequest{Query: q, Names: []string{"x"}, Tokens: []uint64{0}, Ordinal: 2})
 		require.NoError(t, err)
 		w, err := f.s.WriteAttribute(WriteRequest{Query: q, AttrName: "x", Ordinal: 3, Tensors: []tensor.Tensor{i32Tensor([]int32{42})}})
@@ -376,6 +381,7 @@ func TestEnqueueChecksRespectPendingDeletes(t *testing.T) {
 		q := f.queryOf("/E/B")
 		f.mustSucceed(f.writeF32(q, "x", 1, 1))
 		release := holdWorkers(f.s)
+		defer release()
 		del, err := f.s.DeleteAttributes(DeleteRequest{Query: q, Ordinal: 2})
 		require.NoError(t, err)
 		w, err := f.s.WriteAttribute(WriteRequest{Query: q, AttrName: "y", Ordinal: 3, PrimMode: PrimModeInsert,
@@ -398,6 +404,7 @@ func TestLowerWriteWaitsForAPendingHigherOne(t *testing.T) {
 		f := newPolicyFixture(t, AdmissionNondecreasing)
 		q := f.queryOf("/O/A")
 		release := holdWorkers(f.s)
+		defer release()
 		hi, err := f.writeF32(q, "x", 5, 1)
 		require.NoError(t, err)
 		lo, err := f.writeF32(q, "x", 3, 2)

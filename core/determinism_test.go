@@ -144,6 +144,11 @@ func runDetSeq(t *testing.T, seq detSeq, policy AdmissionPolicy, workers int, ti
 		return r
 	}
 	var release func()
+	defer func() { // before Destroy, if a check failed while the workers were held
+		if release != nil {
+			release()
+		}
+	}()
 	ids := make([]uint64, len(seq.ops))
 	outcomes := make([]string, len(seq.ops))
 	for i, op := range seq.ops {
@@ -183,6 +188,7 @@ func runDetSeq(t *testing.T, seq detSeq, policy AdmissionPolicy, workers int, ti
 	}
 	if release != nil {
 		release()
+		release = nil
 	}
 	byID := map[uint64]int{}
 	for i, id := range ids {
