@@ -32,7 +32,7 @@ from ._abi import (
 from ._config import StageConfig, process_config
 from ._cuda import parse_device
 from ._dlpack import DLDataType, DLDevice, DLTensor, make_dltensor, private_dltensor
-from ._enums import AttributeSemantic, PrimMode, Scope
+from ._enums import AttributeMode, AttributeSemantic, OrdinalAdmissionPolicy, PrimMode, Scope
 from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError, OvxError
 from ._groups import MapGroup, ReadGroup
 from ._guards import (
@@ -180,6 +180,7 @@ class Stage(_HierarchyMixin):
         self._destroyed = True
         self._destroying = False
         self._config_ref = False
+        self._instance_ref = False
         # Sources of large writes (see _hold), by op id: kept alive until the engine reports
         # that the op no longer reads them, whatever happens to its Operation or op id.
         self._holds: dict[int, Any] = {}
@@ -201,8 +202,10 @@ class Stage(_HierarchyMixin):
             process_config.acquire(config)
             self._config_ref = True
             workers = config.worker_count()
+        policy = process_config.acquire_instance()
+        self._instance_ref = True
         try:
-            self._id = call(native.CreateStage, name or "", workers)
+            self._id = call(native.CreateStage, name or "", workers, policy)
         except BaseException:
             self._drop_config_ref()
             raise
@@ -210,6 +213,8 @@ class Stage(_HierarchyMixin):
         self.config = config
         #: The runtime-default hierarchy model captured at creation (spec §3.1).
         self.hierarchy_model: int = process_config.default_model()
+        #: The ordinal admission policy the stage captured at creation (the process's).
+        self.ordinal_admission_policy = OrdinalAdmissionPolicy(policy)
         self._destroyed = False
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -234,6 +239,10 @@ class Stage(_HierarchyMixin):
         return self._id
 
     def _drop_config_ref(self) -> None:
+        """Drop the stage's process references (instance, and configuration if it has one)."""
+        if getattr(self, "_instance_ref", False):
+            self._instance_ref = False
+            process_config.release_instance()
         if self._config_ref:
             self._config_ref = False
             process_config.release()
@@ -495,6 +504,7 @@ class Stage(_HierarchyMixin):
         is_array: bool,
         prim_mode: PrimMode | int = PrimMode.UPSERT,
         semantic: int = 0,
+        attribute_mode: AttributeMode | int = AttributeMode.REJECT,
         index_map: Sequence[int] | None = None,
         mask: Sequence[int] | None = None,
         count: int | None = None,
@@ -507,6 +517,10 @@ class Stage(_HierarchyMixin):
         ``index_map`` gathers payload rows, ``mask`` selects logical elements, ``count``
         addresses the leading prims of the query. ``is_array=True`` writes ragged rows: one
         tensor of packed uniform rows, or a list with one tensor per row.
+
+        ``attribute_mode=AttributeMode.FORCE`` replaces the schema of target prims that carry
+        the attribute with another one (at this ordinal); ``REJECT`` (the default) refuses
+        such a write.
 
         As in the reference, the source must stay unchanged until the op completes. Payloads
         below 1 MiB are in fact copied before this returns (the caller may reuse its buffer at
@@ -527,6 +541,7 @@ class Stage(_HierarchyMixin):
             and prim_mode is PrimMode.UPSERT
             and semantic.__class__ is int
             and not semantic
+            and attribute_mode is AttributeMode.REJECT
             and ordinal.__class__ is int
             and 0 <= ordinal <= _UINT64_MAX
             and not self._destroyed
@@ -541,7 +556,18 @@ class Stage(_HierarchyMixin):
         stream = 0 if cuda_stream is None else as_uint64(cuda_stream, "cuda_stream")
         device_type, device_id = parse_device(device)
         # the sync descriptor goes to the engine below, not through the batch-entry guards
-        desc = WriteDesc(attribute, tensors, is_array, index_map, mask, count, None, None, semantic)
+        desc = WriteDesc(
+            attribute,
+            tensors,
+            is_array,
+            index_map,
+            mask,
+            count,
+            None,
+            None,
+            semantic,
+            attribute_mode,
+        )
         payload = _Payload.of(desc, "")
         self._require_live("write_attribute")
         if payload.rejection is not None:
@@ -683,15 +709,19 @@ class Stage(_HierarchyMixin):
         dtype: DLDataType | None = None,
         semantic: int = 0,
         element_sizes: Sequence[int] | None = None,
+        attribute_mode: AttributeMode | int = AttributeMode.REJECT,
     ) -> Map:
         """Enqueue a map session: writable buffers for the query's prims, committed at
         ``ordinal`` by ``unmap_group``/``unmap_attribute``. ``dtype`` is needed only to create
-        the attribute; ``element_sizes`` (one per prim) maps a ragged attribute."""
+        the attribute; ``element_sizes`` (one per prim) maps a ragged attribute.
+        ``attribute_mode=AttributeMode.FORCE`` (needs ``dtype``) replaces the schema of the
+        prims each committed group covers, where it differs."""
         qh = _handle_of(query, Query, "query")
         attr = as_attribute(attribute)
         ordinal = as_uint64(ordinal, "ordinal")
         mode = as_enum(prim_mode, PrimMode, "prim_mode")
         sem = as_int32(semantic, "semantic")
+        attr_mode = _attribute_mode(attribute_mode, "attribute_mode")
         if dtype is not None and not isinstance(dtype, DLDataType):
             raise TypeError(f"dtype must be a DLDataType or None, got {type(dtype).__name__}")
         sizes = None
@@ -716,7 +746,7 @@ class Stage(_HierarchyMixin):
             DLDataType(dtype.code, dtype.bits, dtype.lanes) if dtype is not None else DLDataType(),
             sem,
             int(mode),
-            0,
+            int(attr_mode),
         )
         # element_sizes given but empty is not "no element_sizes": its pointer stays non-NULL.
         sizes_addr = 0 if sizes is None else sizes.buffer_info()[0] or _EMPTY_SIZES_ADDR
@@ -1034,6 +1064,14 @@ class WriteDesc:
     cuda_event: int | None = None
     cuda_stream: int | None = None
     semantic: int = AttributeSemantic.NONE
+    attribute_mode: AttributeMode | int = AttributeMode.REJECT
+
+
+def _attribute_mode(value: object, name: str) -> int:
+    """Validate an ``attribute_mode`` argument (REJECT or FORCE)."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an AttributeMode, got bool")
+    return int(as_enum(value, AttributeMode, name))
 
 
 # The non-NULL pointer of an empty element_sizes array (an empty array has no address of its own).
@@ -1054,6 +1092,7 @@ class _Payload:
     attr: int | str
     is_array: bool
     semantic: int
+    attribute_mode: int
     count: int
     index_map: np.ndarray | None
     mask: np.ndarray | None
@@ -1067,6 +1106,7 @@ class _Payload:
         attr = as_attribute(desc.attribute, f"{label}attribute")
         flag = as_bool_flag(desc.is_array, f"{label}is_array")
         sem = as_int32(desc.semantic, f"{label}semantic")
+        attr_mode = _attribute_mode(desc.attribute_mode, f"{label}attribute_mode")
         n, imap, words = _sparsity(desc.index_map, desc.mask, desc.count, label)
         rejection = _cuda_rejection(desc.cuda_event, desc.cuda_stream)
         tensors = _as_dltensors(desc.tensors, label)
@@ -1074,7 +1114,7 @@ class _Payload:
         problem = attribute_problem(attr)
         if problem is not None:
             rejection = (ErrorCode.INVALID_ARGUMENT, 0, None, f"{label}attribute: {problem}")
-        return cls(attr, flag, sem, n, imap, words, tensors, array, rejection)
+        return cls(attr, flag, sem, attr_mode, n, imap, words, tensors, array, rejection)
 
     def nbytes(self) -> int:
         """Payload bytes (the engine defers the copy of large payloads to the op)."""
@@ -1110,6 +1150,8 @@ class _Payload:
             data.cuda_sync = CudaSync(stream, event)
         if self.semantic:
             data.semantic = self.semantic
+        if self.attribute_mode:
+            data.attribute_mode = self.attribute_mode
         if self.is_array:
             data.is_array = True
         return data
