@@ -599,10 +599,15 @@ class Stage(_HierarchyMixin):
         *,
         prim_mode: PrimMode | int = PrimMode.UPSERT,
     ) -> Operation:
-        """Enqueue several writes of distinct attributes at one ordinal as one op.
+        """Enqueue several writes at one ordinal as one op.
 
-        The whole batch is validated before anything is queued. Like the reference it is not
-        atomic: if an entry fails while executing, earlier entries stay applied.
+        Entries must be :class:`WriteDesc`. One attribute may appear in several entries that
+        agree on its schema and write disjoint prims (one cell twice is ``INVALID_ARGUMENT``);
+        an empty batch is accepted. The whole batch is validated before anything is queued,
+        and admitted as a whole (floors, ordinal admission, schemas) before its first entry
+        applies. Like the reference it is not atomic: if an entry fails while applying, earlier
+        entries stay applied. Each entry's ``cuda_event`` / ``cuda_stream`` is waited for
+        before that entry's payload is read (a GPU is needed, ``NOT_SUPPORTED`` otherwise).
         """
         qh = _handle_of(query, Query, "query")
         ordinal = as_uint64(ordinal, "ordinal")
@@ -619,7 +624,9 @@ class Stage(_HierarchyMixin):
         for i, payload in enumerate(payloads):
             if payload.rejection is not None:
                 return Operation(self, *payload.rejection)
-            entries[i] = AttributeWrite(payload.attribute(), payload.data())
+            entries[i] = AttributeWrite(
+                payload.attribute(), payload.data(payload.stream, payload.event)
+            )
         op = self._enqueue(
             "write_attributes",
             native.WriteAttributes,
@@ -1037,15 +1044,14 @@ def _sparsity(
 
 
 def _cuda_rejection(
-    cuda_event: Any, cuda_stream: Any, where: str = "write_attributes batches"
+    cuda_event: Any, cuda_stream: Any, where: str
 ) -> tuple[int, int, Any, str] | None:
-    """Non-zero CUDA synchronization arguments where they are not honoured yet (batch entries,
-    unmaps: map groups are host memory) are rejected; ``write_attribute`` honours them."""
+    """Non-zero CUDA synchronization arguments where they are not honoured (unmaps: map groups
+    are host memory) are rejected; writes and batch entries honour them."""
     for name, value in (("cuda_event", cuda_event), ("cuda_stream", cuda_stream)):
         if value is not None and as_uint64(value, name) != 0:
             message = (
-                f"{name}: CUDA synchronization is not supported for {where} "
-                "(write_attribute honours it)"
+                f"{name}: CUDA synchronization is not supported for {where} (writes honour it)"
             )
             return (ErrorCode.NOT_SUPPORTED, 0, None, message)
     return None
@@ -1100,6 +1106,9 @@ class _Payload:
     array: Any
     rejection: tuple[int, int, Any, str] | None = None
     name: bytes = b""
+    # The entry's own CUDA sync (batch entries; write_attribute passes its sync to data()).
+    stream: int = 0
+    event: int = 0
 
     @classmethod
     def of(cls, desc: WriteDesc, label: str) -> _Payload:
@@ -1108,13 +1117,31 @@ class _Payload:
         sem = as_int32(desc.semantic, f"{label}semantic")
         attr_mode = _attribute_mode(desc.attribute_mode, f"{label}attribute_mode")
         n, imap, words = _sparsity(desc.index_map, desc.mask, desc.count, label)
-        rejection = _cuda_rejection(desc.cuda_event, desc.cuda_stream)
+        event = 0 if desc.cuda_event is None else as_uint64(desc.cuda_event, f"{label}cuda_event")
+        stream = (
+            0 if desc.cuda_stream is None else as_uint64(desc.cuda_stream, f"{label}cuda_stream")
+        )
+        rejection = None
         tensors = _as_dltensors(desc.tensors, label)
         array = (DLTensor * len(tensors))(*tensors)
         problem = attribute_problem(attr)
         if problem is not None:
             rejection = (ErrorCode.INVALID_ARGUMENT, 0, None, f"{label}attribute: {problem}")
-        return cls(attr, flag, sem, attr_mode, n, imap, words, tensors, array, rejection)
+        return cls(
+            attr,
+            flag,
+            sem,
+            attr_mode,
+            n,
+            imap,
+            words,
+            tensors,
+            array,
+            rejection,
+            b"",
+            stream,
+            event,
+        )
 
     def nbytes(self) -> int:
         """Payload bytes (the engine defers the copy of large payloads to the op)."""
