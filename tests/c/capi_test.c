@@ -781,6 +781,27 @@ static void test_write_attributes_batch(void)
     CHECK(read_f32(&s, q, token(&s, "a"), got, 3) == 1);
     CHECK(got[0] == 1); /* nothing of the rejected batches applied */
 
+    /* An empty batch is accepted; one attribute in two entries over disjoint prims is too. */
+    WAIT_OK(&s, ovstage_write_attributes(s.inst, q, w, 0, 6, OVSTAGE_PRIM_MODE_UPSERT));
+    {
+        uint64_t first = 0x1, rest = 0x6; /* prim 0; prims 1 and 2 */
+        w[0].data = data_of(&ta, 1);
+        w[0].data.mask = &first;
+        w[0].data.count = 3;
+        w[1].attribute = named("a");
+        w[1].data = data_of(&tb, 1);
+        w[1].data.mask = &rest;
+        w[1].data.count = 3;
+        WAIT_OK(&s, ovstage_write_attributes(s.inst, q, w, 2, 6, OVSTAGE_PRIM_MODE_UPSERT));
+        rest = 0x3; /* prim 0 again: one cell twice */
+        CHECK_REJECTED(ovstage_write_attributes(s.inst, q, w, 2, 7, OVSTAGE_PRIM_MODE_UPSERT),
+                       OVSTAGE_ERROR_INVALID_ARGUMENT);
+        CHECK_LAST_ERROR("repeated concrete write target for prim '/A' and canonical attribute 'a'");
+    }
+    seal(&s, 7);
+    CHECK(read_f32(&s, q, token(&s, "a"), got, 3) == 1);
+    CHECK(got[0] == 1 && got[1] == 20 && got[2] == 30);
+
     release_query(&s, q);
     release_list(&s, list);
     destroy_stage(&s);
