@@ -63,6 +63,18 @@ func TestWriteDecodesEveryField(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(42), req.AttrToken, "a non-zero token wins")
 	assert.Empty(t, req.AttrName)
+
+	// attribute_mode is passed on as given; the engine checks it (naming attribute_mode).
+	for _, mode := range []uint32{1, 7, 1 << 31} {
+		good := a.tensors(tensorSpec{values: []float32{1}, shape: []int64{1}})
+		req, _, err = Write(1, a.attr(0, "x"), 1, a.data(writeSpec{tensors: good, tensorCount: 1, mode: mode}), 0, nil)
+		require.NoError(t, err)
+		if mode == 1<<31 {
+			assert.Negative(t, req.AttributeMode, "a mode beyond int32 stays out of range")
+		} else {
+			assert.Equal(t, int32(mode), req.AttributeMode)
+		}
+	}
 }
 
 func TestWriteRejectsBadInput(t *testing.T) {
@@ -89,8 +101,6 @@ func TestWriteRejectsBadInput(t *testing.T) {
 			tensors: a.tensors(tensorSpec{values: []float32{1}, shape: []int64{2, -3}})}), status.InvalidArgument, "shape[1] = -3 is negative"},
 		{"size beyond memory", attr, a.data(writeSpec{tensorCount: 1,
 			tensors: a.tensors(tensorSpec{values: []float32{1}, shape: []int64{1 << 40, 1 << 40}})}), status.InvalidArgument, "too large"},
-		{"FORCE", attr, a.data(writeSpec{tensors: good, tensorCount: 1, mode: AttributeModeForce}), status.NotSupported, "data.attribute_mode FORCE (1) is not in this build"},
-		{"unknown mode", attr, a.data(writeSpec{tensors: good, tensorCount: 1, mode: 7}), status.InvalidArgument, "data.attribute_mode 7"},
 		{"token 0, no string", a.attr(0, ""), a.data(writeSpec{tensors: good, tensorCount: 1}), status.InvalidArgument, "attribute is empty"},
 		{"NULL string with a length", a.rawAttr(nil, 5), a.data(writeSpec{tensors: good, tensorCount: 1}), status.InvalidArgument, "attribute.string: ptr is NULL with length 5"},
 		{"absurd string length", a.rawAttr(unsafe.Pointer(good), 1<<40), a.data(writeSpec{tensors: good, tensorCount: 1}), status.InvalidArgument, "is larger than"},
@@ -272,8 +282,9 @@ func TestFilterFloorRangeMapDelete(t *testing.T) {
 	assert.NotNil(t, ragged.ElementSizes, "element_sizes given with count 0: a ragged map of no prims")
 	_, err = Map(3, nil, 4, nil, 0, nil)
 	requireStatus(t, err, status.InvalidArgument, "desc is NULL")
-	_, err = Map(3, a.mapDesc(6, "", 0, 0, 0, AttributeModeForce), 4, nil, 0, nil)
-	requireStatus(t, err, status.NotSupported, "desc->attribute_mode FORCE")
+	forced, err := Map(3, a.mapDesc(6, "", 0, 0, 0, 1), 4, nil, 0, nil)
+	require.NoError(t, err)
+	assert.Equal(t, core.AttributeModeForce, forced.AttributeMode, "the mode is passed on (the engine checks it)")
 	_, err = Map(3, a.mapDesc(6, "", 0, 0, 0, 0), 4, nil, 2, nil)
 	requireStatus(t, err, status.InvalidArgument, "element_sizes is NULL with element_count 2")
 	_, err = Map(3, a.mapDesc(0, "", 0, 0, 0, 0), 4, nil, 0, nil)

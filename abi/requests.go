@@ -93,13 +93,11 @@ func Map(query uint64, desc unsafe.Pointer, ordinal uint64, sizes unsafe.Pointer
 	if tok == 0 && s == "" {
 		return req, invalid("desc->attribute is empty: give a non-zero token or a non-empty string")
 	}
-	if err := checkAttributeMode(uint32(d.attribute_mode), "desc->attribute_mode"); err != nil {
-		return req, err
-	}
 	req.AttrToken, req.AttrName = tok, s
 	req.DType = tensor.DType{Code: uint8(d.dtype.code), Bits: uint8(d.dtype.bits), Lanes: uint16(d.dtype.lanes)}
 	req.Semantic = int32(d.semantic)
 	req.PrimMode = int32(d.prim_mode)
+	req.AttributeMode = attributeMode(d.attribute_mode)
 	if sizes == nil && n > 0 {
 		return req, invalid("element_sizes is NULL with element_count %d", n)
 	}

@@ -12,25 +12,6 @@ import (
 	"github.com/ovstage-go/ovstage/core"
 )
 
-// Attribute modes (ovstage_attribute_mode_t).
-const (
-	AttributeModeReject = 0
-	AttributeModeForce  = 1
-)
-
-// checkAttributeMode accepts REJECT, the engine's only behaviour: a FORCE schema replacement is
-// not in the engine yet.
-func checkAttributeMode(mode uint32, name string) error {
-	switch mode {
-	case AttributeModeReject:
-		return nil
-	case AttributeModeForce:
-		return notSupported("%s FORCE (1) is not in this build: a write or map with a different schema "+
-			"is rejected as with REJECT (0); delete the attribute first to change its schema", name)
-	}
-	return invalid("%s %d is not REJECT (0) or FORCE (1)", name, mode)
-}
-
 // decodeData fills req from the ovstage_write_data_t d. index_map and mask are read in place
 // (count entries and ceil(count/64) words): the caller keeps them, like the tensors, until the
 // op completes.
@@ -52,7 +33,17 @@ func decodeData(d *C.ovstage_write_data_t, prefix string, req *core.WriteRequest
 	req.Sync = core.CudaSync{Stream: uintptr(d.cuda_sync.stream), Event: uintptr(d.cuda_sync.wait_event)}
 	req.Semantic = int32(d.semantic)
 	req.IsArray = bool(d.is_array)
-	return checkAttributeMode(uint32(d.attribute_mode), prefix+".attribute_mode")
+	req.AttributeMode = attributeMode(d.attribute_mode) // the engine checks it
+	return nil
+}
+
+// attributeMode is an ovstage_attribute_mode_t as the engine's int32 (a value outside int32
+// stays out of range: the engine refuses it, naming attribute_mode).
+func attributeMode(m C.ovstage_attribute_mode_t) int32 {
+	if v := int64(m); v >= -1<<31 && v < 1<<31 {
+		return int32(v)
+	}
+	return -1
 }
 
 // attributeOf sets the token or name of a write's attribute.

@@ -114,7 +114,8 @@ func newInstance(name string) (in *instance, err error) {
 		return nil, err
 	}
 	in.nModels = len(models)
-	in.stage = core.NewStage(name, core.Config{})
+	// The instance enforces the admission policy of the lifetime it was created in.
+	in.stage = core.NewStage(name, core.Config{Admission: core.AdmissionPolicy(capture.Settings.AdmissionPolicy)})
 	in.id = in.stage.ID
 	in.bundle = C.ovs_new_instance_bundle(C.uintptr_t(in.id))
 	in.dict = C.ovs_new_dictionary_bundle(C.uintptr_t(in.id))

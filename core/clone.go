@@ -210,7 +210,7 @@ func (s *Stage) applyClone(op *sched.Op, rec *cloneRecord, src uint64, dsts []ui
 		return err
 	}
 	injectFault(faultCloneApply)
-	plan, err := s.planCloneLocked(src, dsts, ordinal)
+	plan, err := s.planCloneLocked(src, dsts, ordinal, op.ID)
 	if err != nil {
 		return err
 	}
@@ -220,9 +220,16 @@ func (s *Stage) applyClone(op *sched.Op, rec *cloneRecord, src uint64, dsts []ui
 	if err != nil {
 		return err
 	}
+	var created []uint64
 	for _, row := range plan.mapped {
 		s.addPrimsLocked(row)
+		for _, m := range row {
+			if !plan.merged[m] {
+				created = append(created, m)
+			}
+		}
 	}
+	s.recordCreatedLocked(created, ordinal, op.ID)
 	for _, st := range staged {
 		st.col.Stage(st.prims, st.delta)
 	}
@@ -237,9 +244,8 @@ func (s *Stage) applyClone(op *sched.Op, rec *cloneRecord, src uint64, dsts []ui
 // no target root exists (PRIM_NOT_FOUND naming every one), no target's copy lands on a prim
 // another target creates and no property-path target receives children (OP_FAILED), the
 // existing prims below absent target roots can be merged into (OP_FAILED naming every
-// conflict), then admission: the global floor and the floor of every attribute the subtree
-// carries.
-func (s *Stage) planCloneLocked(src uint64, dsts []uint64, ordinal uint64) (*clonePlan, error) {
+// conflict), then admission at (ordinal, seq) (admitCloneLocked).
+func (s *Stage) planCloneLocked(src uint64, dsts []uint64, ordinal, seq uint64) (*clonePlan, error) {
 	if !s.prims.has(src) {
 		return nil, status.Errorf(status.NotFound, "clone: source prim does not exist at '%s'", s.pathName(src))
 	}
@@ -293,14 +299,16 @@ func (s *Stage) planCloneLocked(src uint64, dsts []uint64, ordinal uint64) (*clo
 	if err := s.checkCloneMergesLocked(plan); err != nil {
 		return nil, err
 	}
-	// Admission: the global floor always, then the floor of every attribute the subtree carries.
-	if err := s.checkGlobalAdmission(ordinal); err != nil {
-		return nil, err
-	}
+	attrs := make([]uint64, 0, len(plan.sources))
 	for _, cs := range plan.sources {
-		if err := s.checkAdmission(s.floors.effective(cs.attr), ordinal, cs.attr); err != nil {
-			return nil, err
-		}
+		attrs = append(attrs, cs.attr)
+	}
+	var targets []uint64
+	for _, row := range plan.mapped {
+		targets = append(targets, row...)
+	}
+	if err := s.admitCloneLocked(attrs, targets, ordinal, seq); err != nil {
+		return nil, err
 	}
 	return plan, nil
 }

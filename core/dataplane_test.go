@@ -91,7 +91,9 @@ func TestRaggedPerRowAndPackedRows(t *testing.T) {
 	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 }
 
-func TestBatchIsValidatedWholeAndNeedsDistinctAttributes(t *testing.T) {
+// A batch is validated whole; writing one cell twice is refused (batch_force_test.go has
+// the rules for one attribute in several entries).
+func TestBatchIsValidatedWholeAndNeedsDistinctCells(t *testing.T) {
 	f := newFixture(t)
 	a, b := f.token("a"), f.token("b")
 	good := WriteRequest{AttrToken: a, Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}}

@@ -10,7 +10,9 @@ type opSpec struct {
 	ordinal  uint64   // for mutations; for advances, the floor asked for
 	advance  bool     // floor advance
 	writes   []uint64 // for mutations: attributes whose column they may create
-	run      func(op *sched.Op) error
+	// fp is a mutation's footprint for conflict ordering (nil: a barrier).
+	fp  *footprint
+	run func(op *sched.Op) error
 	// gate holds the op before it runs while the gate is armed (mutations default to
 	// WriteGate; reads pass QueryGate).
 	gate *Gate
@@ -31,6 +33,10 @@ type stageOp struct {
 	// writes are the attributes whose column this mutation may create (writes, map commits):
 	// an EXCLUDE advance submitted after it counts them as known.
 	writes []uint64
+	// fp is the mutation's footprint (conflicts.go); conflictDeps says the enqueuing call
+	// already added the waits it implies.
+	fp           *footprint
+	conflictDeps bool
 	// heldSource: the caller keeps the op's source alive until it completes (a write of
 	// DeferCopyBytes or more); its completion is reported by TakeSourcesDone.
 	heldSource bool
@@ -59,22 +65,31 @@ type startItem struct {
 // enqueueLocked registers and submits an op described by spec. s.mu must be held.
 func (s *Stage) enqueueLocked(spec opSpec) *sched.Op {
 	o := &stageOp{ordinal: spec.ordinal, mutation: spec.mutation, advance: spec.advance,
-		writes: spec.writes, gate: spec.gate, run: spec.run}
+		writes: spec.writes, fp: spec.fp, gate: spec.gate, run: spec.run}
 	return s.enqueueOpLocked(o, o, spec.deps, spec.inputs, spec.async)
 }
 
 // enqueueOpLocked registers o (whose task is task: o itself or the struct embedding it) with
-// the ordering rules (docs/architecture.md, "Ops and their order"), and queues it for
-// submission when s.mu is released.
+// the ordering rules (docs/architecture.md, "Ops and their order") and conflict ordering
+// (conflicts.go), and queues it for submission when s.mu is released.
 func (s *Stage) enqueueOpLocked(o *stageOp, task sched.Task, deps, inputs []*sched.Op, async bool) *sched.Op {
 	s.nextOp++
 	o.s = s
 	op := &o.Op
 	op.Init(s.nextOp, deps, inputs)
 	if o.mutation {
+		if o.fp == nil {
+			o.fp = &barrierFootprint
+		}
+		if !o.conflictDeps {
+			for _, d := range s.conflictDepsLocked(o.fp, o.ordinal) {
+				op.After(d)
+			}
+		}
 		op.After(s.sameOrdinalTail[o.ordinal])
 		s.sameOrdinalTail[o.ordinal] = op
 		s.pendingMutations[op] = o
+		s.trackFootprintLocked(op, o)
 		if o.gate == nil {
 			o.gate = WriteGate
 		}
@@ -110,6 +125,7 @@ func (s *Stage) opFinished(o *stageOp) {
 	}
 	if o.mutation {
 		delete(s.pendingMutations, op)
+		s.untrackFootprintLocked(op, o)
 		if s.sameOrdinalTail[o.ordinal] == op {
 			delete(s.sameOrdinalTail, o.ordinal)
 		}

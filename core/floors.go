@@ -139,6 +139,7 @@ func (s *Stage) raiseFloors(adv floorAdvance) []sealWork {
 	}
 	injectFault(faultFloorApply)
 	s.floors.apply(adv)
+	s.history.prune(s.historyFloorLocked)
 	var todo []sealWork
 	for a, cols := range s.columns {
 		for _, c := range cols {

@@ -444,3 +444,20 @@ func TestGetHierarchyReturnsTheOrdinalGiven(t *testing.T) {
 	assert.Equal(t, []HierarchyItem{{Status: status.OK}, {Status: status.NotFound}}, res.Items,
 		"a top-level prim's PARENT is empty; a missing prim is NOT_FOUND without failing the batch")
 }
+
+// A delete of a hierarchy input is a change of it: the next floor advance over the world
+// matrices computes again (the deleted local transform no longer applies).
+func TestFloorAdvanceComputesAfterAnInputDelete(t *testing.T) {
+	h := newHierStage(t)
+	c := &cstage{t: t, s: h.s}
+	prims := []string{"/W", "/W/A"}
+	h.matrices(prims, AttrXform, 1, translate(1, 0, 0), translate(0, 1, 0))
+	h.matrices(prims, AttrWorldMatrix, 1, mat4{}, mat4{})
+	h.seal(1)
+	require.Equal(t, mul(translate(0, 1, 0), translate(1, 0, 0)), h.readMatrices(AttrWorldMatrix, "/W/A")["/W/A"])
+	op, err := h.s.DeleteAttributes(DeleteRequest{Query: c.query("/W/A"), Tokens: []uint64{h.token(AttrXform)}, Ordinal: 2})
+	require.NoError(t, err)
+	require.NoError(t, h.wait(op))
+	h.seal(2)
+	assert.Equal(t, translate(1, 0, 0), h.readMatrices(AttrWorldMatrix, "/W/A")["/W/A"], "recomputed without the deleted local transform")
+}

@@ -20,6 +20,9 @@ type MapRequest struct {
 	DType        tensor.DType
 	Semantic     int32
 	ElementSizes []uint64 // per query prim: a ragged (array) map; nil: fixed
+	// AttributeMode FORCE lets setup tolerate prims of another schema and makes each commit
+	// replace their schema (it needs a DType).
+	AttributeMode int32
 }
 
 // Map is a map session: writable buffers for the query's prims, committed at its ordinal.
@@ -67,10 +70,16 @@ func (s *Stage) MapAttribute(req MapRequest) (uint64, uint64, error) {
 	if req.PrimMode != PrimModeUpsert && req.PrimMode != PrimModeInsert {
 		return 0, 0, status.Errorf(status.InvalidArgument, "prim_mode %d is not UPSERT (0) or INSERT (1)", req.PrimMode)
 	}
+	if err := checkAttributeMode(req.AttributeMode, "attribute_mode"); err != nil {
+		return 0, 0, err
+	}
 	if _, reserved := recordedBuiltins[name]; reserved && req.DType == (tensor.DType{}) {
 		req.DType = pathIDType // the one kind a reserved name has: token ids
 	}
-	w := &preparedWrite{attr: attr, ordinal: req.Ordinal, primMode: req.PrimMode,
+	if req.AttributeMode == AttributeModeForce && req.DType == (tensor.DType{}) {
+		return 0, 0, status.Errorf(status.InvalidArgument, "map_attribute: attribute_mode FORCE requires dtype")
+	}
+	w := &preparedWrite{attr: attr, ordinal: req.Ordinal, primMode: req.PrimMode, mode: req.AttributeMode, opName: "map_attribute",
 		schema: column.Schema{IsArray: req.ElementSizes != nil, DType: req.DType, Semantic: req.Semantic}}
 	if req.DType != (tensor.DType{}) {
 		if err := checkDType(req.DType, "dtype"); err != nil {
@@ -79,7 +88,7 @@ func (s *Stage) MapAttribute(req MapRequest) (uint64, uint64, error) {
 		if err := checkSemanticLayout("", req.Semantic, req.DType, w.schema.IsArray); err != nil {
 			return 0, 0, err
 		}
-		if err := checkReservedAttribute("", name, w.schema, false); err != nil {
+		if err := checkReservedAttribute("", name, w.schema, req.AttributeMode == AttributeModeForce); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -107,15 +116,26 @@ func (s *Stage) MapAttribute(req MapRequest) (uint64, uint64, error) {
 	}
 	m := &Map{Handle: newHandle(), q: q, w: w}
 	m.Op = s.enqueueLocked(opSpec{inputs: []*sched.Op{q.Producer}, mutation: true, ordinal: req.Ordinal,
-		run: func(op *sched.Op) error { return s.prepareMap(m, sizes) }})
+		fp: mapFootprint(w), run: func(op *sched.Op) error { return s.prepareMap(op, m, sizes) }})
 	q.addUserLocked(m.Op)
 	s.maps[m.Handle] = m
 	return m.Handle, m.Op.ID, nil
 }
 
+// mapFootprint is what a map setup or commit touches for conflict ordering: the attribute,
+// in the session's schema when it is given and the session does not FORCE; INSERT sessions
+// are barriers.
+func mapFootprint(w *preparedWrite) *footprint {
+	sc := w.schema
+	if w.mode == AttributeModeForce {
+		sc = column.Schema{}
+	}
+	return &footprint{barrier: w.primMode == PrimModeInsert, attrs: []uint64{w.attr}, schemas: []column.Schema{sc}}
+}
+
 // prepareMap resolves the session's schema and allocates its buffers, filled with the current
-// committed values.
-func (s *Stage) prepareMap(m *Map, sizes []int64) error {
+// committed values. The setup is admitted like a write at the session's ordinal.
+func (s *Stage) prepareMap(op *sched.Op, m *Map, sizes []int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.checkLiveLocked(); err != nil {
@@ -148,7 +168,16 @@ func (s *Stage) prepareMap(m *Map, sizes []int64) error {
 			w.schema.Semantic = semantic
 		}
 	}
-	col, err := s.columnForWriteLocked(w, prims)
+	if err := s.admitCellsLocked(w.opName, "", w.attr, prims, w.ordinal, op.ID); err != nil {
+		return err
+	}
+	var col *column.Column
+	var err error
+	if w.mode == AttributeModeForce {
+		col = s.exactColumnLocked(w.attr, w.schema) // prims of other schemas start from zeros
+	} else {
+		col, err = s.columnForWriteLocked(w, prims, op.ID)
+	}
 	if err == nil {
 		err = s.checkInsertLocked(w, prims)
 	}
@@ -351,7 +380,7 @@ func (s *Stage) UnmapAttributeWithSync(h uint64, sync CudaSync) (uint64, error) 
 func (s *Stage) enqueueCommitLocked(m *Map, groups []*MapGroup, final bool, sync CudaSync) uint64 {
 	deps := append(s.advancesOverLocked(m.w.ordinal), m.Op)
 	op := s.enqueueLocked(opSpec{deps: deps, mutation: true, ordinal: m.w.ordinal,
-		writes: []uint64{m.w.attr}, run: func(op *sched.Op) error {
+		writes: []uint64{m.w.attr}, fp: mapFootprint(m.w), run: func(op *sched.Op) error {
 			if final {
 				groups = append(groups, m.takeUncommitted()...)
 				defer s.endMap(m)
@@ -365,7 +394,11 @@ func (s *Stage) enqueueCommitLocked(m *Map, groups []*MapGroup, final bool, sync
 			if len(groups) == 0 {
 				return nil // nothing left: the final unmap only closes the session
 			}
-			err := s.commitMapGroups(op, m, groups, sync)
+			name := "unmap_group"
+			if final {
+				name = "unmap_attribute"
+			}
+			err := s.commitMapGroups(op, m, groups, sync, name)
 			if err != nil {
 				m.fail(err)
 			}
@@ -376,14 +409,14 @@ func (s *Stage) enqueueCommitLocked(m *Map, groups []*MapGroup, final bool, sync
 }
 
 // commitMapGroups commits groups in order; the first failure stops (earlier groups stay).
-func (s *Stage) commitMapGroups(op *sched.Op, m *Map, groups []*MapGroup, sync CudaSync) error {
+func (s *Stage) commitMapGroups(op *sched.Op, m *Map, groups []*MapGroup, sync CudaSync, opName string) error {
 	if !sync.IsZero() {
 		return status.Errorf(status.OpFailed,
 			"CUDA completion sync is only supported for GPU mapped tensors: map %d stages in host memory, so write_done_sync {stream %#x, event %#x} cannot be waited for; pass a zero sync",
 			m.Handle, sync.Stream, sync.Event)
 	}
 	for _, g := range groups {
-		if err := s.commitMapGroup(op, m, g); err != nil {
+		if err := s.commitMapGroup(op, m, g, opName); err != nil {
 			return err
 		}
 	}
@@ -392,7 +425,7 @@ func (s *Stage) commitMapGroups(op *sched.Op, m *Map, groups []*MapGroup, sync C
 
 // commitMapGroup writes a group's buffer (copied, so views the caller still holds cannot change
 // committed data) at the map's ordinal, under the same checks as a write.
-func (s *Stage) commitMapGroup(op *sched.Op, m *Map, g *MapGroup) error {
+func (s *Stage) commitMapGroup(op *sched.Op, m *Map, g *MapGroup, opName string) error {
 	payload, err := buffer.New(g.staging.Size())
 	if err != nil {
 		return err
@@ -400,6 +433,7 @@ func (s *Stage) commitMapGroup(op *sched.Op, m *Map, g *MapGroup) error {
 	copy(payload.Bytes(), g.staging.Bytes())
 	w := *m.w
 	w.payload, w.rowOff, w.rowLen, w.count, w.indexMap, w.mask = payload, g.rowOff, g.rowLen, 0, nil, nil
+	w.opName = opName
 	w.rows = int64(len(g.prims))
 	if w.schema.IsArray {
 		w.rows = int64(len(g.rowOff))

@@ -344,20 +344,34 @@ func (d *driver) write() {
 	}
 	tn, want, mem := d.payload(dt, rows)
 	req.Tensors = []tensor.Tensor{tn}
-	errs := d.m.writeErrors(attr, dt, ordinal, targets, ok, insert)
+	enqueueErrs, runErrs := d.m.writeErrors(attr, dt, ordinal, targets, ok, insert)
 	op, err := d.s.WriteAttribute(req)
 	runtime.KeepAlive(mem)
 	d.trace("write attr %d ordinal %d paths %v count %d map %v mask %v insert %v rows %d dtype %s -> op %d err %v (targets %v)",
 		attr, ordinal, q.paths, req.Count, req.IndexMap, req.Mask, insert, rows, dt, op, err, targets)
-	if len(errs) > 0 {
-		if err == nil || !errs[status.CodeOf(err)] {
-			d.failf("write %+v: want one of %v, got op %d err %v", req, errs, op, err)
+	if len(enqueueErrs) > 0 {
+		if err == nil || !(enqueueErrs[status.CodeOf(err)] || runErrs[status.CodeOf(err)]) {
+			d.failf("write %+v: want one of %v (or %v), got op %d err %v", req, enqueueErrs, runErrs, op, err)
 		}
 		d.counts["rejected"]++
 		return
 	}
 	if err != nil {
-		d.failf("write %+v rejected: %v", req, err)
+		if !runErrs[status.CodeOf(err)] {
+			d.failf("write %+v rejected: %v", req, err)
+		}
+		d.counts["rejected"]++
+		return
+	}
+	if len(runErrs) > 0 {
+		// Refused when it runs: a schema or INSERT conflict found behind a pending op, or an
+		// ordinal conflict (always reported by the op).
+		d.m.pending[op] = &mPending{fails: runErrs}
+		d.counts["writes failing when run"]++
+		if insert {
+			d.wait(op)
+		}
+		return
 	}
 	d.counts["accepted"]++
 	if dt == otherDType {
@@ -388,7 +402,14 @@ func (d *driver) deleteAttrs() {
 	op, err := d.s.DeleteAttributes(DeleteRequest{Query: q.handle, Tokens: attrs, Ordinal: ordinal})
 	d.trace("delete %v paths %v ordinal %d -> op %d err %v", attrs, q.paths, ordinal, op, err)
 	if len(errs) > 0 {
-		if err == nil || !errs[status.CodeOf(err)] {
+		if err == nil {
+			// Nothing is pending, so a refusal is known at enqueue; but either channel is fine.
+			d.m.pending[op] = &mPending{fails: errs}
+			d.wait(op)
+			d.counts["deletes failing when run"]++
+			return
+		}
+		if !errs[status.CodeOf(err)] {
 			d.failf("delete %v at %d: want one of %v, got op %d err %v", attrs, ordinal, errs, op, err)
 		}
 		d.counts["rejected"]++
@@ -783,9 +804,20 @@ func envInt(name string, def int) int {
 	return def
 }
 
+// TestModelRandomOps runs the model test under each ordinal admission policy: FLOOR_ONLY (only
+// the floors refuse ordinals), NONDECREASING (the default) and STRICTLY_INCREASING.
 func TestModelRandomOps(t *testing.T) {
+	for _, policy := range []AdmissionPolicy{AdmissionFloorOnly, AdmissionNondecreasing, AdmissionStrictlyIncreasing} {
+		t.Run(policy.String(), func(t *testing.T) { runModel(t, policy) })
+	}
+}
+
+func runModel(t *testing.T, policy AdmissionPolicy) {
 	seeds := envInt("OVSTAGE_MODEL_SEEDS", 32)
 	steps := envInt("OVSTAGE_MODEL_STEPS", 1000)
+	if policy != AdmissionFloorOnly {
+		seeds = max(1, seeds/2)
+	}
 	if testing.Short() {
 		seeds, steps = 4, 200
 	}
@@ -807,13 +839,13 @@ func TestModelRandomOps(t *testing.T) {
 		t.Run("seed"+strconv.Itoa(seed), func(t *testing.T) {
 			liveBefore := buffer.LiveCount()
 			parity := seed%4 == 0 // every fourth seed answers reads as the reference
-			cfg := Config{Workers: modelWorkers}
+			cfg := Config{Workers: modelWorkers, Admission: policy}
 			if parity {
 				cfg.ReadAdmission = column.ReferenceParity
 			}
 			s := NewStage("model", cfg)
 			d := &driver{t: t, rng: rand.New(rand.NewSource(int64(seed))), s: s, parity: parity,
-				m: newGoModel(s.isUnder), prims: slices.Clone(prims), attrs: attrs, counts: map[string]int{},
+				m: newGoModel(policy, s.isUnder), prims: slices.Clone(prims), attrs: attrs, counts: map[string]int{},
 				clones: map[uint64]CloneReport{}}
 			defer func() {
 				d.openGate()
@@ -829,5 +861,5 @@ func TestModelRandomOps(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("model test: %d seeds x %d steps: %v", seeds, steps, total)
+	t.Logf("model test (%s): %d seeds x %d steps: %v", policy, seeds, steps, total)
 }

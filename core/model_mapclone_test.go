@@ -80,7 +80,7 @@ func (d *driver) mapOpen() {
 	}
 	require.NoError(d.t, err)
 	sess := &mapSession{handle: h, q: q, attr: attr, ordinal: ordinal, insert: insert,
-		setup: d.m.planMap(attr, dt, q.paths, insert)}
+		setup: d.m.planMap(attr, dt, ordinal, q.paths, insert)}
 	sess.rows = sess.setup.prefill
 	p := &mPending{locked: q.paths}
 	if len(sess.setup.errs) > 0 {
@@ -172,7 +172,11 @@ func (d *driver) mapCommit(sess *mapSession, final bool) {
 	}
 	errs := sess.setup.errs
 	if len(errs) == 0 && (!final || !sess.committed) {
-		errs = d.m.writeErrors(sess.attr, sess.setup.dt, sess.ordinal, targets, true, sess.insert)
+		enqueueErrs, runErrs := d.m.writeErrors(sess.attr, sess.setup.dt, sess.ordinal, targets, true, sess.insert)
+		errs = enqueueErrs // a commit is accepted at enqueue: every refusal comes from its op
+		for c := range runErrs {
+			errs[c] = true
+		}
 	}
 	if final && len(sess.commitFails) > 0 {
 		errs = sess.commitFails // terminal: the remembered failure, nothing written

@@ -53,8 +53,25 @@ type mTarget struct {
 	row  int
 }
 
-// goModel predicts admission, op outcomes and reads.
+// mDelete is a finished delete in the lifecycle history (attrs nil: whole prims), or (create)
+// the prims a clone created.
+type mDelete struct {
+	ordinal, seq uint64
+	prims        []uint64
+	attrs        []uint64
+	create       bool
+}
+
+func (d mDelete) covers(attr, prim uint64) bool {
+	return !d.create && slices.Contains(d.prims, prim) && (d.attrs == nil || slices.Contains(d.attrs, attr))
+}
+
+// goModel predicts admission, op outcomes and reads. Every op's outcome is a function of the
+// ops submitted before it (conflict ordering), so the model decides it from the changes of
+// the ops it accepted, applied or not.
 type goModel struct {
+	policy    AdmissionPolicy
+	lifecycle []mDelete         // deletes and clone creations, in acceptance order
 	global    uint64            // requested global floor G
 	attrFloor map[uint64]uint64 // requested per-attribute floors F[a]
 	hist      map[mKey][]mChange
@@ -66,8 +83,8 @@ type goModel struct {
 	isUnder func(p, anc uint64) bool
 }
 
-func newGoModel(isUnder func(p, anc uint64) bool) *goModel {
-	return &goModel{attrFloor: map[uint64]uint64{}, hist: map[mKey][]mChange{}, prims: map[uint64]bool{},
+func newGoModel(policy AdmissionPolicy, isUnder func(p, anc uint64) bool) *goModel {
+	return &goModel{policy: policy, attrFloor: map[uint64]uint64{}, hist: map[mKey][]mChange{}, prims: map[uint64]bool{},
 		known: map[uint64]bool{}, pending: map[uint64]*mPending{}, isUnder: isUnder}
 }
 
@@ -180,10 +197,100 @@ func (m *goModel) liveSchemas(c mCell) []tensor.DType {
 	return out
 }
 
-// liveOtherSchema: the cell is live in a column of another schema than dt.
-func (m *goModel) liveOtherSchema(c mCell, dt tensor.DType) bool {
-	for _, s := range m.liveSchemas(c) {
-		if s != dt {
+// orderedBefore: change c comes before (ordinal, seq) in (ordinal, submission) order.
+func orderedBefore(c mChange, ordinal, seq uint64) bool {
+	return c.ordinal < ordinal || (c.ordinal == ordinal && c.seq < seq)
+}
+
+// liveFrom: the key carries a value at some point from just before (ordinal, seq) on (its
+// newest change before that is a value, or a later change is), counting every accepted change.
+func (m *goModel) liveFrom(k mKey, ordinal, seq uint64) bool {
+	var prior []mChange
+	for _, c := range m.hist[k] {
+		if orderedBefore(c, ordinal, seq) {
+			prior = append(prior, c)
+		} else if !c.tomb {
+			return true
+		}
+	}
+	c, ok := newest(prior)
+	return ok && !c.tomb
+}
+
+// liveOtherSchema: a write of dt at (ordinal, seq) would overlap the cell's life in a column
+// of another schema (the engine refuses the schema change).
+func (m *goModel) liveOtherSchema(c mCell, dt tensor.DType, ordinal, seq uint64) bool {
+	for _, k := range m.keysOf(c) {
+		if k.dt != dt && m.liveFrom(k, ordinal, seq) {
+			return true
+		}
+	}
+	return false
+}
+
+// liveOtherSchemaNow: the cell now carries a value in a column of another schema than dt (a
+// clone's merge checks the applied state).
+func (m *goModel) liveOtherSchemaNow(c mCell, dt tensor.DType) bool {
+	for _, k := range m.keysOf(c) {
+		if k.dt != dt && m.live(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// valueBefore: the key has a value change ordered before (ordinal, seq).
+func (m *goModel) valueBefore(k mKey, ordinal, seq uint64) bool {
+	for _, c := range m.hist[k] {
+		if !c.tomb && orderedBefore(c, ordinal, seq) {
+			return true
+		}
+	}
+	return false
+}
+
+// blocks: under the policy, a retained change at r refuses a mutation at o.
+func (m *goModel) blocks(r, o uint64) bool {
+	switch m.policy {
+	case AdmissionNondecreasing:
+		return r > o
+	case AdmissionStrictlyIncreasing:
+		return r >= o
+	}
+	return false
+}
+
+// cellConflict: a change of the cell (any schema), or a delete naming it, blocks ordinal.
+func (m *goModel) cellConflict(c mCell, ordinal uint64) bool {
+	for _, k := range m.keysOf(c) {
+		for _, ch := range m.hist[k] {
+			if m.blocks(ch.ordinal, ordinal) {
+				return true
+			}
+		}
+	}
+	for _, d := range m.lifecycle {
+		if d.covers(c.attr, c.prim) && m.blocks(d.ordinal, ordinal) {
+			return true
+		}
+	}
+	return false
+}
+
+// primConflict: a change of any cell of prim, or a lifecycle event naming it, blocks ordinal.
+func (m *goModel) primConflict(prim, ordinal uint64) bool {
+	for k, changes := range m.hist {
+		if k.prim != prim {
+			continue
+		}
+		for _, ch := range changes {
+			if m.blocks(ch.ordinal, ordinal) {
+				return true
+			}
+		}
+	}
+	for _, d := range m.lifecycle {
+		if slices.Contains(d.prims, prim) && m.blocks(d.ordinal, ordinal) {
 			return true
 		}
 	}
@@ -327,27 +434,34 @@ func planTargets(paths []uint64, rows int, req WriteRequest) ([]mTarget, bool) {
 }
 
 // writeErrors: the codes a write (or map commit) may fail with; empty means it succeeds.
-// Several may apply, and the engine may report any one of them.
-func (m *goModel) writeErrors(attr uint64, dt tensor.DType, ordinal uint64, targets []mTarget, ok, insert bool) map[status.Code]bool {
-	errs := map[status.Code]bool{}
+// Several may apply, and the engine may report any one of them. enqueue holds the ones that
+// are always reported at enqueue (floors, bad requests); the others (schema, INSERT, ordinal
+// admission) come at enqueue or from the op when it runs, depending on what is pending.
+func (m *goModel) writeErrors(attr uint64, dt tensor.DType, ordinal uint64, targets []mTarget, ok, insert bool) (enqueue, run map[status.Code]bool) {
+	enqueue, run = map[status.Code]bool{}, map[status.Code]bool{}
 	if ordinal <= m.effective(attr) {
-		errs[status.WriteFloorViolation] = true
+		enqueue[status.WriteFloorViolation] = true
 	}
 	if !ok {
-		errs[status.InvalidArgument] = true
-		return errs
+		enqueue[status.InvalidArgument] = true
+		return enqueue, run
 	}
+	seq := m.seq<<20 + 1<<20 // the seq the op will get
 	for _, t := range targets {
+		c := mCell{attr, t.prim}
+		if m.cellConflict(c, ordinal) {
+			run[status.WriteFloorViolation] = true
+		}
 		// A schema change is refused on a prim that carries the attribute in another column;
 		// elsewhere the write goes to (or creates) the column of its own schema.
-		if m.liveOtherSchema(mCell{attr, t.prim}, dt) {
-			errs[status.InvalidArgument] = true
+		if m.liveOtherSchema(c, dt, ordinal, seq) {
+			run[status.InvalidArgument] = true
 		}
 		if insert && m.prims[t.prim] {
-			errs[status.PrimNotFound] = true
+			run[status.PrimNotFound] = true
 		}
 	}
-	return errs
+	return enqueue, run
 }
 
 // acceptWrite records a write or map commit that will succeed; rowsData[t.row] is the value
@@ -355,60 +469,127 @@ func (m *goModel) writeErrors(attr uint64, dt tensor.DType, ordinal uint64, targ
 func (m *goModel) acceptWrite(op, attr uint64, dt tensor.DType, ordinal uint64, targets []mTarget, rowsData [][]byte) *mPending {
 	seq := m.nextSeq()
 	p := &mPending{}
+	// FLOOR_ONLY: deletes ordered after the write that already ran cover its cells too; a
+	// key with no value before such a delete gets its tombstone with the write, and a prim
+	// deleted whole after it is not brought back.
+	var retro []mChange
+	var retroKeys []mKey
+	done := map[mKey]bool{}
+	for _, t := range targets {
+		k := mKey{attr, t.prim, dt}
+		if done[k] {
+			continue
+		}
+		done[k] = true
+		for _, d := range m.lifecycle {
+			if d.ordinal > ordinal && d.covers(attr, t.prim) && !m.valueBefore(k, d.ordinal, d.seq) {
+				retro = append(retro, mChange{ordinal: d.ordinal, seq: d.seq, op: op, tomb: true})
+				retroKeys = append(retroKeys, k)
+			}
+		}
+	}
 	for i, t := range targets {
 		k := mKey{attr, t.prim, dt}
 		// Later elements of one write win over earlier ones (a query may repeat a prim).
 		m.hist[k] = append(m.hist[k], mChange{ordinal: ordinal, seq: seq | uint64(i), op: op,
 			value: string(rowsData[t.row])})
 		p.keys = append(p.keys, k)
-		p.creates = append(p.creates, t.prim)
+		gone := false
+		for _, d := range m.lifecycle {
+			gone = gone || (d.attrs == nil && !d.create && d.ordinal > ordinal && slices.Contains(d.prims, t.prim))
+		}
+		if !gone {
+			p.creates = append(p.creates, t.prim)
+		}
+	}
+	for i, c := range retro {
+		m.hist[retroKeys[i]] = append(m.hist[retroKeys[i]], c)
 	}
 	m.pending[op] = p
 	return p
 }
 
 // deleteErrors: a delete at or below the floor of an attribute it deletes (for a whole-prim
-// delete: of an attribute the prims carry) is refused.
+// delete: of an attribute the prims carry) is refused, and so is one the policy finds in
+// conflict with the deleted cells (whole prims: every cell and the prims' lifecycles).
 func (m *goModel) deleteErrors(paths, attrs []uint64, ordinal uint64) map[status.Code]bool {
 	checked := attrs
 	if len(attrs) == 0 {
 		checked = m.liveAttrs(paths)
 	}
+	refused := map[status.Code]bool{status.WriteFloorViolation: true}
+	if len(attrs) == 0 && ordinal <= m.global {
+		return refused // ending prims changes their lifecycle, under the global floor
+	}
 	for _, a := range checked {
 		if ordinal <= m.effective(a) {
-			return map[status.Code]bool{status.WriteFloorViolation: true}
+			return refused
+		}
+	}
+	for _, p := range paths {
+		if len(attrs) == 0 && m.primConflict(p, ordinal) {
+			return refused
+		}
+		for _, a := range attrs {
+			if m.cellConflict(mCell{a, p}, ordinal) {
+				return refused
+			}
 		}
 	}
 	return nil
 }
 
-// applyDelete records a finished delete (no op may be pending): a tombstone for every key with
-// a row, in every column of the deleted attributes; a whole-prim delete also makes the prims
-// stop existing.
+// applyDelete records a finished delete (no op may be pending): a tombstone for every key of
+// the deleted cells (whole prims: every cell of the prims) that has a value ordered before
+// the delete, and the delete in the lifecycle history. A whole-prim delete also makes the
+// prims stop existing, except those given a value or created at a later ordinal.
 func (m *goModel) applyDelete(op uint64, paths, attrs []uint64, ordinal uint64) {
 	whole := len(attrs) == 0
-	if whole {
-		attrs = m.liveAttrs(paths)
-	}
 	seq := m.nextSeq()
-	for _, a := range attrs {
+	for k := range m.hist {
+		if !slices.Contains(paths, k.prim) || (!whole && !slices.Contains(attrs, k.attr)) {
+			continue
+		}
+		// A whole-prim delete leaves cells under their attribute's floor alone (sealed
+		// history; the prims carry none of those attributes, or the floors refused it).
+		if m.valueBefore(k, ordinal, seq) && ordinal > m.effective(k.attr) {
+			m.hist[k] = append(m.hist[k], mChange{ordinal: ordinal, seq: seq, op: op, tomb: true})
+		}
+	}
+	if len(paths) > 0 {
+		var named []uint64
+		if !whole {
+			named = slices.Clone(attrs)
+		}
+		m.lifecycle = append(m.lifecycle, mDelete{ordinal: ordinal, seq: seq, prims: slices.Clone(paths), attrs: named})
+	}
+	if whole {
 		for _, p := range paths {
-			for _, k := range m.keysOf(mCell{a, p}) {
-				if !m.hasRow(k) {
-					continue
-				}
-				if n := len(m.hist[k]); n > 0 && m.hist[k][n-1].op == op {
-					continue // a prim listed twice
-				}
-				m.hist[k] = append(m.hist[k], mChange{ordinal: ordinal, seq: seq, op: op, tomb: true})
+			if !m.revivedAfter(p, ordinal) {
+				delete(m.prims, p)
 			}
 		}
 	}
-	if whole {
-		for _, p := range paths {
-			delete(m.prims, p)
+}
+
+// revivedAfter: prim has a value change, or a clone created it, at an ordinal above ordinal.
+func (m *goModel) revivedAfter(prim, ordinal uint64) bool {
+	for k, changes := range m.hist {
+		if k.prim != prim {
+			continue
+		}
+		for _, c := range changes {
+			if !c.tomb && c.ordinal > ordinal {
+				return true
+			}
 		}
 	}
+	for _, d := range m.lifecycle {
+		if d.create && d.ordinal > ordinal && slices.Contains(d.prims, prim) {
+			return true
+		}
+	}
+	return false
 }
 
 // mapSetup is what a map session's setup decides: the schema it maps, the buffer rows it
@@ -421,7 +602,7 @@ type mapSetup struct {
 
 // planMap decides a map setup over paths; dt zero maps the one schema the prims carry attr in.
 // Nothing touching paths may be pending.
-func (m *goModel) planMap(attr uint64, dt tensor.DType, paths []uint64, insert bool) mapSetup {
+func (m *goModel) planMap(attr uint64, dt tensor.DType, ordinal uint64, paths []uint64, insert bool) mapSetup {
 	setup := mapSetup{dt: dt, errs: map[status.Code]bool{}}
 	if dt == (tensor.DType{}) {
 		var found []tensor.DType
@@ -438,8 +619,12 @@ func (m *goModel) planMap(attr uint64, dt tensor.DType, paths []uint64, insert b
 		}
 		setup.dt = found[0]
 	}
+	seq := m.seq<<20 + 1<<20
 	for _, p := range paths {
-		if m.liveOtherSchema(mCell{attr, p}, setup.dt) {
+		if m.cellConflict(mCell{attr, p}, ordinal) {
+			setup.errs[status.WriteFloorViolation] = true
+		}
+		if m.liveOtherSchema(mCell{attr, p}, setup.dt, ordinal, seq) {
 			setup.errs[status.InvalidArgument] = true
 		}
 		if insert && m.prims[p] {
@@ -491,7 +676,7 @@ func (m *goModel) planClone(src uint64, dsts []uint64, ordinal uint64, rebase fu
 				// An existing prim below an absent target root is merged into; it refuses a
 				// cloned attribute it carries in another schema (nothing is cloned).
 				for key := range m.hist {
-					if key.prim == p && m.live(key) && m.liveOtherSchema(mCell{key.attr, row[k]}, key.dt) {
+					if key.prim == p && m.live(key) && m.liveOtherSchemaNow(mCell{key.attr, row[k]}, key.dt) {
 						out.errs[status.OpFailed] = true
 					}
 				}
@@ -511,6 +696,14 @@ func (m *goModel) planClone(src uint64, dsts []uint64, ordinal uint64, rebase fu
 	for k := range m.hist {
 		if slices.Contains(out.subtree, k.prim) && m.live(k) && ordinal <= m.effective(k.attr) {
 			out.errs[status.WriteFloorViolation] = true
+		}
+	}
+	// The policy: the history of every cell of the prims it creates, and their lifecycles.
+	for _, row := range out.mapped {
+		for _, p := range row {
+			if m.primConflict(p, ordinal) {
+				out.errs[status.WriteFloorViolation] = true
+			}
 		}
 	}
 	return out
@@ -539,9 +732,12 @@ func (m *goModel) acceptClone(op uint64, c cloneOutcome, ordinal uint64, locked 
 			i++
 		}
 	}
+	var created []uint64
 	for _, row := range c.mapped {
 		p.creates = append(p.creates, row...)
+		created = append(created, row...)
 	}
+	m.lifecycle = append(m.lifecycle, mDelete{ordinal: ordinal, seq: seq, prims: created, create: true})
 	m.pending[op] = p
 	return p
 }

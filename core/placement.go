@@ -135,9 +135,10 @@ func newStorage(p column.Placement) (column.Storage, error) {
 
 // gpuFor returns the device a write's GPU work runs on: the source's device for device
 // sources, else the placement's, else device 0 (a host write that only synchronizes). Its
-// errors name the argument that asked for a GPU.
-func gpuFor(t tensor.Tensor, place column.Placement, sync CudaSync, name string) (*cuda.Device, error) {
-	ordinal, arg, what := 0, sync.argName(), "CUDA synchronization"
+// errors name the argument that asked for a GPU (label prefixes a batch entry's arguments;
+// name is the tensor's).
+func gpuFor(t tensor.Tensor, place column.Placement, sync CudaSync, label, name string) (*cuda.Device, error) {
+	ordinal, arg, what := 0, label+sync.argName(), "CUDA synchronization"
 	switch {
 	case onDevice(t):
 		ordinal, arg, what = int(t.DeviceID), name, "a CUDA tensor"
@@ -173,7 +174,7 @@ func beginCopyIn(tensors []tensor.Tensor, place column.Placement, sync CudaSync,
 		if onDevice(t) {
 			cp.gpu = true
 			// every device a source names must exist (INVALID_ARGUMENT otherwise)
-			if _, err := gpuFor(t, place, sync, fmt.Sprintf("%stensors[%d]", label, i)); err != nil {
+			if _, err := gpuFor(t, place, sync, label, fmt.Sprintf("%stensors[%d]", label, i)); err != nil {
 				return nil, err
 			}
 		}
@@ -185,7 +186,7 @@ func beginCopyIn(tensors []tensor.Tensor, place column.Placement, sync CudaSync,
 	if len(tensors) > 0 {
 		first = tensors[0]
 	}
-	dev, err := gpuFor(first, place, sync, label+"tensors[0]")
+	dev, err := gpuFor(first, place, sync, label, label+"tensors[0]")
 	if err != nil {
 		return nil, err
 	}

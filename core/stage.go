@@ -51,6 +51,14 @@ type Stage struct {
 	// pendingAdvances are unfinished floor advances with the ordinal each asked for (later
 	// reads wait for them, and so do later clones and map commits at or below that ordinal).
 	pendingAdvances map[*sched.Op]uint64
+	// pendingBarriers and attrPending summarize the pending mutations for conflict ordering
+	// (conflicts.go).
+	pendingBarriers map[*sched.Op]bool
+	attrPending     map[uint64]*attrPending
+	// policy is the stage's resolved ordinal admission policy; history holds the deletes and
+	// clone creations it is checked against besides column records (history.go).
+	policy  AdmissionPolicy
+	history opHistory
 	// prims holds every prim that exists (committed state), with a parent index on demand.
 	prims primSet
 	// primsRemoved: a whole-prim delete happened, so a write to an existing column row may
@@ -97,14 +105,36 @@ type Config struct {
 	// HierarchyModel is the hierarchy model RUNTIME_DEFAULT resolves to, also run by floor
 	// advances over the world matrices (0: CPU_INCREMENTAL).
 	HierarchyModel int32
+	// Admission is the ordinal admission policy the stage captured (DEFAULT, the zero value,
+	// resolves to NONDECREASING; the process-scope rules that pick it live in lifecycle/).
+	Admission AdmissionPolicy
 }
 
-// NewStage creates a stage and registers it.
+// Validate checks the settings a caller passed.
+func (c Config) Validate() error {
+	return CheckAdmissionPolicy(c.Admission, "ordinal admission policy")
+}
+
+// OpenStage validates cfg, then creates a stage (NewStage).
+func OpenStage(name string, cfg Config) (*Stage, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return NewStage(name, cfg), nil
+}
+
+// NewStage creates a stage and registers it. cfg must be valid (Config.Validate): an invalid
+// policy is a programming error and panics; callers with outside input use OpenStage.
 func NewStage(name string, cfg Config) *Stage {
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
 	s := &Stage{
 		ID: newHandle(), Name: name, dict: pathdict.Global(), pool: sched.NewPool(cfg.Workers),
 		ops: map[uint64]*sched.Op{}, sameOrdinalTail: map[uint64]*sched.Op{},
 		pendingMutations: map[*sched.Op]*stageOp{}, pendingAdvances: map[*sched.Op]uint64{},
+		pendingBarriers: map[*sched.Op]bool{}, attrPending: map[uint64]*attrPending{},
+		policy:  cfg.Admission.Resolve(),
 		columns: map[uint64][]*column.Column{}, readAdmission: cfg.ReadAdmission,
 		floors: newFloors(), requested: newFloors(),
 		queries: map[uint64]*Query{}, reads: map[uint64]*Read{}, groups: map[uint64]*Group{},

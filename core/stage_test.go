@@ -32,6 +32,12 @@ func newFixture(t testing.TB, paths ...string) *fixture {
 	return newFixtureConfig(t, Config{}, paths...)
 }
 
+// newPolicyFixture is newFixture on a stage with the given ordinal admission policy.
+func newPolicyFixture(t testing.TB, policy AdmissionPolicy, paths ...string) *fixture {
+	t.Helper()
+	return newFixtureConfig(t, Config{Admission: policy}, paths...)
+}
+
 // newFixtureConfig is newFixture on a stage made with cfg.
 func newFixtureConfig(t testing.TB, cfg Config, paths ...string) *fixture {
 	t.Helper()

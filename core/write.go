@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/column"
@@ -15,6 +16,22 @@ const (
 	PrimModeUpsert int32 = 0
 	PrimModeInsert int32 = 1
 )
+
+// Attribute modes: what a write or map does on a prim that carries the attribute with another
+// schema (storage type, or a non-NONE role).
+const (
+	// AttributeModeReject refuses it (delete the attribute first).
+	AttributeModeReject int32 = 0
+	// AttributeModeForce replaces the prim's schema at the write's ordinal (force.go).
+	AttributeModeForce int32 = 1
+)
+
+func checkAttributeMode(mode int32, arg string) error {
+	if mode != AttributeModeReject && mode != AttributeModeForce {
+		return status.Errorf(status.InvalidArgument, "%s: %d is not an attribute mode (REJECT=0, FORCE=1)", arg, mode)
+	}
+	return nil
+}
 
 // WriteRequest is one write_attribute call.
 type WriteRequest struct {
@@ -32,6 +49,8 @@ type WriteRequest struct {
 	Semantic    int32
 	IsArray     bool
 	PrimMode    int32
+	// AttributeMode is AttributeModeReject (the zero value) or AttributeModeForce.
+	AttributeMode int32
 	// Device is the requested placement (zero value: follow the source tensor); Sync is the
 	// caller's CUDA work to wait for before the payload is read (placement.go).
 	Device column.Placement
@@ -45,6 +64,8 @@ type WriteRequest struct {
 // write).
 type preparedWrite struct {
 	label    string // argument name for messages ("writes[1]" in a batch)
+	opName   string // the call, for admission messages ("write_attribute", "unmap_group")
+	mode     int32  // attribute mode
 	attr     uint64
 	schema   column.Schema
 	rows     int64   // payload source rows (array, packed: inferred when resolved)
@@ -150,11 +171,15 @@ func (s *Stage) prepareWriteInto(w *preparedWrite, req *WriteRequest, label stri
 	if req.PrimMode != PrimModeUpsert && req.PrimMode != PrimModeInsert {
 		return status.Errorf(status.InvalidArgument, "prim_mode %d is not UPSERT (0) or INSERT (1)", req.PrimMode)
 	}
+	if err := checkAttributeMode(req.AttributeMode, label+"attribute_mode"); err != nil {
+		return err
+	}
 	if len(req.Tensors) == 0 {
 		return status.Errorf(status.InvalidArgument, "%stensors: at least one tensor is required", label)
 	}
 	// w is fresh (zero) storage: set fields one by one rather than copying a whole literal.
 	w.label, w.attr, w.count, w.primMode, w.ordinal = label, attr, req.Count, req.PrimMode, req.Ordinal
+	w.opName, w.mode = "write_attribute", req.AttributeMode
 	if w.place, err = resolvePlacement(req.Tensors[0], req.Device, label+"tensors[0]"); err != nil {
 		return err
 	}
@@ -177,7 +202,7 @@ func (s *Stage) prepareWriteInto(w *preparedWrite, req *WriteRequest, label stri
 	if err := checkSemanticLayout(label, req.Semantic, dt, req.IsArray); err != nil {
 		return err
 	}
-	if err := checkReservedAttribute(label, name, w.schema, false); err != nil {
+	if err := checkReservedAttribute(label, name, w.schema, req.AttributeMode == AttributeModeForce); err != nil {
 		return err
 	}
 	tensors := req.Tensors
@@ -400,12 +425,12 @@ func (w *preparedWrite) targets(paths []uint64) ([]uint64, []int32, error) {
 
 func sameStorage(a, b column.Schema) bool { return a.IsArray == b.IsArray && a.DType == b.DType }
 
-// columnForWriteLocked finds the column a write goes to: the column of the attribute with the
-// write's storage schema and role (semantic NONE matches any role). It returns nil when a new
-// column is needed, and rejects a schema or role change on a prim that carries the attribute
-// (delete the attribute first). Columns are keyed by (storage, role) so a deleted
-// attribute frees both.
-func (s *Stage) columnForWriteLocked(w *preparedWrite, targets []uint64) (*column.Column, error) {
+// columnForWriteLocked finds the column a REJECT write at (w.ordinal, seq) goes to: the column
+// of the attribute with the write's storage schema and role (semantic NONE matches any role).
+// It returns nil when a new column is needed, and rejects a schema or role change on a prim
+// that carries the attribute from just before the write on (delete the attribute
+// first). Columns are keyed by (storage, role) so a deleted attribute frees both.
+func (s *Stage) columnForWriteLocked(w *preparedWrite, targets []uint64, seq uint64) (*column.Column, error) {
 	cols := s.columns[w.attr]
 	matches := func(c *column.Column) (storage, role bool) {
 		return sameStorage(c.Schema, w.schema),
@@ -422,16 +447,16 @@ func (s *Stage) columnForWriteLocked(w *preparedWrite, targets []uint64) (*colum
 		if !sameChannel(c.Schema, w.schema) {
 			continue // a connection and a value of one name live side by side
 		}
-		live := firstLive(c, targets)
+		live := firstLiveFrom(c, targets, w.ordinal, seq)
 		storage, role := matches(c)
 		switch {
 		case !storage && live != 0:
 			return nil, status.Errorf(status.InvalidArgument,
-				"%sattribute %q on %s is %s (is_array=%v); writing %s (is_array=%v) would change its schema: delete the attribute first",
+				"%sattribute %q on %s is %s (is_array=%v); writing %s (is_array=%v) would change its schema: delete the attribute first (or write with attribute_mode FORCE)",
 				w.label, s.tokenName(w.attr), s.pathName(live), c.Schema.DType, c.Schema.IsArray, w.schema.DType, w.schema.IsArray)
 		case storage && !role && live != 0:
 			return nil, status.Errorf(status.InvalidArgument,
-				"%sattribute %q on %s has semantic %d; a write with semantic %d cannot change its role: delete the attribute first",
+				"%sattribute %q on %s has semantic %d; a write with semantic %d cannot change its role: delete the attribute first (or write with attribute_mode FORCE)",
 				w.label, s.tokenName(w.attr), s.pathName(live), c.Schema.Semantic, w.schema.Semantic)
 		case storage && role && (target == nil || (live != 0 && !targetLive)):
 			target, targetLive = c, live != 0
@@ -440,10 +465,11 @@ func (s *Stage) columnForWriteLocked(w *preparedWrite, targets []uint64) (*colum
 	return target, s.checkPlacement(w, target)
 }
 
-// firstLive returns the first of prims that carries c's attribute (0 when none does).
-func firstLive(c *column.Column, prims []uint64) uint64 {
+// firstLiveFrom returns the first of prims that carries c's attribute at some point from just
+// before (ordinal, seq) on (0 when none does).
+func firstLiveFrom(c *column.Column, prims []uint64, ordinal, seq uint64) uint64 {
 	for _, p := range prims {
-		if c.Live(p) {
+		if c.LiveFrom(p, ordinal, seq) {
 			return p
 		}
 	}
@@ -490,14 +516,16 @@ func (s *Stage) WriteAttribute(req WriteRequest) (uint64, error) {
 	return s.enqueueWrites(req.Query, o)
 }
 
-// WriteAttributes enqueues a batch of writes of distinct attributes at one ordinal: the whole
-// batch is validated before anything is queued, and one op covers it.
+// WriteAttributes enqueues a batch of writes at one ordinal: the whole batch is validated
+// before anything is queued, and one op covers it. Entries may name one attribute several
+// times if they agree on its column identity (dtype, array kind, semantic) and write disjoint
+// prims. An empty batch is accepted and does nothing.
 func (s *Stage) WriteAttributes(query, ordinal uint64, primMode int32, reqs []WriteRequest) (uint64, error) {
 	if len(reqs) == 0 {
-		return 0, status.Errorf(status.InvalidArgument, "writes must contain at least one entry")
+		return s.acceptEmptyBatch(query)
 	}
 	o := &writeOp{ws: make([]*preparedWrite, 0, len(reqs))}
-	seen := map[uint64]int{}
+	first := map[uint64]int{}
 	prims := s.resolvedPrims(query)
 	for i, req := range reqs {
 		req.Ordinal, req.PrimMode = ordinal, primMode
@@ -506,30 +534,73 @@ func (s *Stage) WriteAttributes(query, ordinal uint64, primMode int32, reqs []Wr
 			o.releasePayloads()
 			return 0, err
 		}
+		w.opName = "write_attributes"
 		o.ws = append(o.ws, w)
-		if j, dup := seen[w.attr]; dup {
-			o.releasePayloads()
-			return 0, status.Errorf(status.InvalidArgument, "writes[%d] and writes[%d] both write attribute %q; batch entries must name distinct attributes",
-				j, i, s.tokenName(w.attr))
+		j, dup := first[w.attr]
+		if !dup {
+			first[w.attr] = i
+			continue
 		}
-		seen[w.attr] = i
+		o.sharedAttrs = true
+		if a, b := o.ws[j].schema, w.schema; a != b {
+			o.releasePayloads()
+			return 0, status.Errorf(status.InvalidArgument,
+				"write_attributes: writes[%d] and writes[%d]: descriptors for canonical attribute %q declare incompatible column identities (%s is_array=%v semantic %d, and %s is_array=%v semantic %d)",
+				j, i, s.tokenName(w.attr), a.DType, a.IsArray, a.Semantic, b.DType, b.IsArray, b.Semantic)
+		}
 	}
 	return s.enqueueWrites(query, o)
+}
+
+// acceptEmptyBatch answers a batch of no entries: a completed op, once the query handle is
+// known valid.
+func (s *Stage) acceptEmptyBatch(qh uint64) (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.queryLocked(qh); err != nil {
+		return 0, err
+	}
+	return s.registerDoneLocked().ID, nil
+}
+
+// checkBatchCoverage refuses a batch in which two entries write the same (prim, attribute).
+func (s *Stage) checkBatchCoverage(paths []uint64, ws []*preparedWrite) error {
+	type cell struct{ attr, prim uint64 }
+	owner := map[cell]int{}
+	for i, w := range ws {
+		targets, _, err := w.targets(paths)
+		if err != nil {
+			return err
+		}
+		for _, p := range targets {
+			c := cell{w.attr, p}
+			if j, ok := owner[c]; ok && j != i {
+				return status.Errorf(status.InvalidArgument,
+					"write_attributes: repeated concrete write target for prim '%s' and canonical attribute '%s' (writes[%d] and writes[%d])",
+					s.pathName(p), s.tokenName(w.attr), j, i)
+			}
+			owner[c] = i
+		}
+	}
+	return nil
 }
 
 // writeOp is one write or write batch: the op, its entries and (for a single write) their
 // storage, allocated together.
 type writeOp struct {
 	stageOp
-	q       *Query
-	ws      []*preparedWrite
-	one     preparedWrite
-	oneList [1]*preparedWrite
-	oneAttr [1]uint64
+	q           *Query
+	ws          []*preparedWrite
+	sharedAttrs bool // some attribute has several entries
+	one         preparedWrite
+	oneList     [1]*preparedWrite
+	oneAttr     [1]uint64
+	oneSchema   [1]column.Schema
+	fpStore     footprint
 }
 
 // Run applies the entries (on a worker, or inline when the op is ready at enqueue).
-func (o *writeOp) Run(op *sched.Op) error { return o.s.applyWrites(op, o.q, o.ws) }
+func (o *writeOp) Run(op *sched.Op) error { return o.s.applyWrites(op, o) }
 
 // Cleanup releases payloads that were not staged (failed entries, failed inputs, a failure
 // injected by a test gate), then does the stage bookkeeping.
@@ -548,6 +619,29 @@ func (o *writeOp) releasePayloads() {
 	}
 }
 
+// footprint is what the write touches for conflict ordering: its attributes with the schema
+// it writes (FORCE: unknown, since it may end other schemas); INSERT makes it a barrier.
+func (o *writeOp) footprint() *footprint {
+	fp := &o.fpStore
+	fp.attrs, fp.schemas = o.oneAttr[:0], o.oneSchema[:0]
+	for _, w := range o.ws {
+		sc := w.schema
+		if w.mode == AttributeModeForce {
+			sc = column.Schema{}
+		}
+		if i := slices.Index(fp.attrs, w.attr); i >= 0 {
+			if sc != fp.schemas[i] {
+				fp.schemas[i] = column.Schema{}
+			}
+			continue
+		}
+		fp.attrs = append(fp.attrs, w.attr)
+		fp.schemas = append(fp.schemas, sc)
+	}
+	fp.barrier = o.ws[0].primMode == PrimModeInsert
+	return fp
+}
+
 func (s *Stage) enqueueWrites(qh uint64, o *writeOp) (uint64, error) {
 	s.mu.Lock()
 	defer s.unlockAndStart()
@@ -558,53 +652,94 @@ func (s *Stage) enqueueWrites(qh uint64, o *writeOp) (uint64, error) {
 	return id, err
 }
 
+// enqueueWritesLocked checks what it can at enqueue and queues the op. Layout and coverage
+// errors are found as soon as the query is resolved; schema and INSERT refusals only when no
+// pending mutation the write waits for could still change the answer (conflicts.go), so
+// that a refusal at enqueue is exactly the one the op would meet when it runs. Ordinal
+// conflicts are reported by the op (as the reference does), and take precedence there.
 func (s *Stage) enqueueWritesLocked(qh uint64, o *writeOp) (uint64, error) {
 	q, err := s.queryLocked(qh)
 	if err != nil {
 		return 0, err
 	}
+	o.q, o.mutation, o.ordinal = q, true, o.ws[0].ordinal
+	fp := o.footprint()
+	deps := s.conflictDepsLocked(fp, o.ordinal)
 	resolved := q.Producer == nil || q.Producer.Done()
+	settled := resolved && len(deps) == 0
+	if resolved && o.sharedAttrs {
+		if err := s.checkBatchCoverage(q.Paths, o.ws); err != nil {
+			return 0, err
+		}
+	}
 	deferred := false
-	for _, w := range o.ws {
+	var one [1][]uint64
+	targets := one[:]
+	if len(o.ws) > 1 {
+		targets = make([][]uint64, len(o.ws))
+	}
+	for i, w := range o.ws {
 		deferred = deferred || w.src != nil
 		o.heldSource = o.heldSource || holdsSource(w.size)
 		if err := s.checkAdmission(s.requested.effective(w.attr), w.ordinal, w.attr); err != nil {
 			return 0, err
 		}
-		if !resolved {
-			continue
-		}
-		targets, _, err := w.targets(q.Paths)
-		if err != nil {
-			return 0, err
-		}
-		if _, err := s.columnForWriteLocked(w, targets); err != nil {
-			return 0, err
-		}
-		if err := s.checkInsertLocked(w, targets); err != nil {
-			return 0, err
+		if resolved {
+			if targets[i], _, err = w.targets(q.Paths); err != nil {
+				return 0, err
+			}
 		}
 	}
-	o.q, o.mutation, o.ordinal = q, true, o.ws[0].ordinal
-	o.writes = o.oneAttr[:]
-	if len(o.ws) > 1 {
-		o.writes = make([]uint64, len(o.ws))
+	if settled && !s.ordinalConflictLocked(o, targets) {
+		// In the order the op checks them: every entry's schema, then INSERT.
+		for i, w := range o.ws {
+			if w.mode == AttributeModeReject {
+				if _, err := s.columnForWriteLocked(w, targets[i], ^uint64(0)); err != nil {
+					return 0, err
+				}
+			}
+		}
+		for i, w := range o.ws {
+			if err := s.checkInsertLocked(w, targets[i]); err != nil {
+				return 0, err
+			}
+		}
 	}
-	for i, w := range o.ws {
-		o.writes[i] = w.attr
-	}
+	o.fp, o.conflictDeps, o.writes = fp, true, fp.attrs
 	var inputs [1]*sched.Op
 	inputs[0] = q.Producer
-	op := s.enqueueOpLocked(&o.stageOp, o, nil, inputs[:], deferred)
+	op := s.enqueueOpLocked(&o.stageOp, o, deps, inputs[:], deferred)
 	q.addUserLocked(op)
 	return op.ID, nil
 }
 
-// applyWrites runs on a worker: per entry it re-checks admission against the applied floors,
-// creates prims and the column as needed, and stages the payload as a delta. Entries apply in
-// order; a failing entry stops the batch (earlier entries stay applied). Payloads
-// left unstaged are released by writeOp.Cleanup.
-func (s *Stage) applyWrites(op *sched.Op, q *Query, ws []*preparedWrite) error {
+// ordinalConflictLocked: some entry meets an ordinal conflict with an applied change. The op
+// reports it when it runs (as the reference does), before any schema or INSERT refusal, so
+// the enqueue leaves those to the op too.
+func (s *Stage) ordinalConflictLocked(o *writeOp, targets [][]uint64) bool {
+	if !s.checksHistory() {
+		return false
+	}
+	for i, w := range o.ws {
+		if _, conflict := s.cellConflictLocked(w.attr, targets[i], w.ordinal, ^uint64(0)); conflict {
+			return true
+		}
+	}
+	return false
+}
+
+// applyWrites runs on a worker: a batch is admitted as a whole first (coverage, floors,
+// ordinal admission); then per entry it re-checks against the applied state, creates prims
+// and the column as needed, and stages the payload as a delta. Entries apply in order; a
+// failing entry stops the batch (earlier entries stay applied). Payloads left
+// unstaged are released by writeOp.Cleanup.
+func (s *Stage) applyWrites(op *sched.Op, o *writeOp) error {
+	q, ws := o.q, o.ws
+	if len(ws) > 1 {
+		if err := s.admitBatch(op, q, o); err != nil {
+			return err
+		}
+	}
 	if len(ws) > 1 && ws[0].primMode == PrimModeInsert {
 		// INSERT applies to the batch as a whole: check every entry's prims before the first
 		// entry creates them, then apply the entries as upserts. (Payloads of entries that
@@ -618,6 +753,47 @@ func (s *Stage) applyWrites(op *sched.Op, q *Query, ws []*preparedWrite) error {
 	}
 	for _, w := range ws {
 		if err := s.applyWrite(op, q, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// admitBatch checks a whole batch before its first entry changes anything: no two entries
+// write one cell, each entry passes the floors and the ordinal admission policy, and none
+// changes a schema (REJECT).
+func (s *Stage) admitBatch(op *sched.Op, q *Query, o *writeOp) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkLiveLocked(); err != nil {
+		return err
+	}
+	if o.sharedAttrs {
+		if err := s.checkBatchCoverage(q.Paths, o.ws); err != nil {
+			return err
+		}
+	}
+	for _, w := range o.ws {
+		targets, _, err := w.targets(q.Paths)
+		if err != nil {
+			return err
+		}
+		if err := s.checkAdmission(s.floors.effective(w.attr), w.ordinal, w.attr); err != nil {
+			return err
+		}
+		if err := s.admitCellsLocked(w.opName, w.label, w.attr, targets, w.ordinal, op.ID); err != nil {
+			return err
+		}
+	}
+	// Schema refusals too, so that a batch refused when it runs has applied nothing, exactly
+	// like one refused at enqueue (entries of one attribute share its schema, so no entry's
+	// answer depends on an earlier entry).
+	for _, w := range o.ws {
+		if w.mode != AttributeModeReject {
+			continue
+		}
+		targets, _, _ := w.targets(q.Paths)
+		if _, err := s.columnForWriteLocked(w, targets, op.ID); err != nil {
 			return err
 		}
 	}
@@ -658,43 +834,98 @@ func (s *Stage) applyWrite(op *sched.Op, q *Query, w *preparedWrite) error {
 	if err := s.checkSingularConnections(w, targets, src); err != nil {
 		return err
 	}
-	c, err := s.writeColumn(w, targets)
+	dest, err := s.writeColumn(w, targets, src, op.ID)
 	if err != nil || len(targets) == 0 {
 		return err
 	}
+	if dest.force != nil {
+		s.stageForce(op, w, dest, targets)
+		return nil
+	}
 	w.delta = column.Delta{Ordinal: w.ordinal, Seq: op.ID, Src: src, Payload: w.payload, RowOff: w.rowOff, RowLen: w.rowLen,
-		Width: w.width, WidthElems: w.widthElems}
+		Width: w.width, WidthElems: w.widthElems, Later: dest.later}
 	w.payload = buffer.Buffer{} // the column owns it now
-	if c.Stage(targets, &w.delta) || s.primsRemoved.Load() {
+	if dest.col.Stage(targets, &w.delta) || s.primsRemoved.Load() {
 		// New rows mean possibly new prims; existing rows' prims are already recorded unless
 		// a whole-prim delete removed them since.
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.addPrimsLocked(targets)
+		s.addWrittenPrimsLocked(targets, dest.gone)
 	}
 	return nil
 }
 
-// writeColumn re-checks a write against the applied state (admission, schema, INSERT) and
-// returns the column it goes to, created when needed (nil when it has no targets).
-func (s *Stage) writeColumn(w *preparedWrite, targets []uint64) (*column.Column, error) {
+// addWrittenPrimsLocked records a write's prims as existing, except those whose whole-prim
+// deletion is ordered after the write (gone).
+func (s *Stage) addWrittenPrimsLocked(prims []uint64, gone map[uint64]bool) {
+	if gone == nil {
+		s.addPrimsLocked(prims)
+		return
+	}
+	for _, p := range prims {
+		if !gone[p] {
+			s.prims.add(p, s.dict.Parent)
+		}
+	}
+}
+
+// writeDest is where a write goes: one column (REJECT), or FORCE's plan; the deletes ordered
+// after it that it falls under, and the prims it does not bring back (FLOOR_ONLY).
+type writeDest struct {
+	col   *column.Column
+	force *forcePlan
+	later []column.LaterDelete
+	gone  map[uint64]bool
+}
+
+// writeColumn re-checks a write against the applied state (floors, ordinal admission, schema,
+// INSERT) and returns where it goes, creating the column when needed (nothing when it has no
+// targets). src gives each target's payload row (nil: its index).
+func (s *Stage) writeColumn(w *preparedWrite, targets []uint64, src []int32, seq uint64) (writeDest, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.checkLiveLocked(); err != nil {
-		return nil, err
+		return writeDest{}, err
 	}
 	injectFault(faultWriteApply)
 	if err := s.checkAdmission(s.floors.effective(w.attr), w.ordinal, w.attr); err != nil {
-		return nil, err
+		return writeDest{}, err
 	}
-	c, err := s.columnForWriteLocked(w, targets)
+	if err := s.admitCellsLocked(w.opName, w.label, w.attr, targets, w.ordinal, seq); err != nil {
+		return writeDest{}, err
+	}
+	// The checks run in the order the enqueue runs them (schema, then INSERT), so a refusal
+	// names the same cause whichever found it; FORCE's plan is only made here, last.
+	var dest writeDest
+	var err error
+	if w.mode == AttributeModeReject {
+		dest.col, err = s.columnForWriteLocked(w, targets, seq)
+	}
 	if err == nil {
 		err = s.checkInsertLocked(w, targets)
 	}
-	if err != nil || len(targets) == 0 || c != nil {
-		return c, err
+	if err == nil && w.mode == AttributeModeForce && len(targets) > 0 {
+		dest.force, err = s.planForceLocked(w, targets, src, seq)
 	}
-	if c, err = newPlacedColumn(w); err != nil {
+	if err != nil || len(targets) == 0 {
+		return dest, err
+	}
+	if !s.checksHistory() {
+		dest.later, dest.gone = s.laterDeletesLocked(w.attr, targets, w.ordinal, seq)
+	}
+	if dest.col != nil || dest.force != nil {
+		return dest, nil
+	}
+	if dest.col, err = s.newColumnLocked(w); err != nil {
+		return writeDest{}, err
+	}
+	return dest, nil
+}
+
+// newColumnLocked creates and registers a column of w's attribute and schema.
+func (s *Stage) newColumnLocked(w *preparedWrite) (*column.Column, error) {
+	c, err := newPlacedColumn(w)
+	if err != nil {
 		return nil, err
 	}
 	s.columns[w.attr] = append(s.columns[w.attr], c)

@@ -53,13 +53,12 @@ const (
 
 // Ordinal admission policies.
 const (
-	PolicyDefault              uint64 = 0
-	PolicyFloorOnly            uint64 = 1
-	PolicyNondecreasing        uint64 = 2
-	PolicyStrictlyIncreasing   uint64 = 3
-	policyNames                       = "DEFAULT=0, FLOOR_ONLY=1, NONDECREASING=2, STRICTLY_INCREASING=3"
-	modelNames                        = "CPU_INCREMENTAL=1, GPU_INCREMENTAL=2, GPU_GLOBAL=3, RUNTIME_DEFAULT=4"
-	engineAdmissionExplanation        = "the engine checks write floors only (FLOOR_ONLY)"
+	PolicyDefault            uint64 = 0
+	PolicyFloorOnly          uint64 = 1
+	PolicyNondecreasing      uint64 = 2
+	PolicyStrictlyIncreasing uint64 = 3
+	policyNames                     = "DEFAULT=0, FLOOR_ONLY=1, NONDECREASING=2, STRICTLY_INCREASING=3"
+	modelNames                      = "CPU_INCREMENTAL=1, GPU_INCREMENTAL=2, GPU_GLOBAL=3, RUNTIME_DEFAULT=4"
 )
 
 // Entry is one typed configuration setting; Type says which value field is meaningful.
@@ -77,10 +76,10 @@ type Entry struct {
 // Settings are the resolved process settings an instance captures at creation.
 type Settings struct {
 	HierarchyModel  uint64 // concrete: CPU_INCREMENTAL unless configured
-	AdmissionPolicy uint64 // what the engine enforces: FLOOR_ONLY
+	AdmissionPolicy uint64 // concrete: NONDECREASING unless configured
 }
 
-var defaults = Settings{HierarchyModel: ModelCPUIncremental, AdmissionPolicy: PolicyFloorOnly}
+var defaults = Settings{HierarchyModel: ModelCPUIncremental, AdmissionPolicy: PolicyNondecreasing}
 
 // Capture is what an instance keeps from the lifetime it was created in.
 type Capture struct {
@@ -138,12 +137,9 @@ func check(entries []Entry) (overrides, error) {
 			}
 		case e.Type == KeyUint64 && e.Key == KeyAdmissionPolicy:
 			switch e.Uint {
-			case PolicyFloorOnly:
+			case PolicyFloorOnly, PolicyNondecreasing, PolicyStrictlyIncreasing:
 				o.policy = e.Uint
 			case PolicyDefault: // no override
-			case PolicyNondecreasing, PolicyStrictlyIncreasing:
-				return o, status.Errorf(status.NotSupported,
-					"config->entries[%d]: ordinal admission policy %d is not in this build: %s", i, e.Uint, engineAdmissionExplanation)
 			default:
 				return o, invalid("config->entries[%d]: ordinal admission policy %d is not a policy (%s)", i, e.Uint, policyNames)
 			}

@@ -34,7 +34,8 @@ func TestReferencesBalance(t *testing.T) {
 	c := p.AcquireInstance()
 	assert.True(t, p.Bootstrapped())
 	assert.Empty(t, c.Entries)
-	assert.Equal(t, Settings{HierarchyModel: ModelCPUIncremental, AdmissionPolicy: PolicyFloorOnly}, c.Settings)
+	assert.Equal(t, Settings{HierarchyModel: ModelCPUIncremental, AdmissionPolicy: PolicyNondecreasing}, c.Settings,
+		"a fresh lifetime: CPU_INCREMENTAL and NONDECREASING")
 	requireCode(t, p.Shutdown(), status.InvalidArgument, "no ovstage_initialize reference")
 	p.ReleaseInstance()
 	assert.False(t, p.Bootstrapped())
@@ -55,7 +56,7 @@ func TestFirstReferenceConfiguresTheLifetime(t *testing.T) {
 	requireCode(t, p.Initialize([]Entry{model(ModelCPUIncremental)}), status.InvalidArgument, "conflicts with active process state")
 	requireCode(t, p.Initialize([]Entry{policy(PolicyFloorOnly), model(ModelGPUIncremental)}), status.InvalidArgument, "conflicts")
 	require.NoError(t, p.Initialize([]Entry{model(ModelRuntimeDefault), policy(PolicyDefault)}))
-	require.NoError(t, p.Initialize([]Entry{model(ModelGPUGlobal), policy(PolicyFloorOnly)}))
+	require.NoError(t, p.Initialize([]Entry{model(ModelGPUGlobal), policy(PolicyNondecreasing)}))
 	second := p.AcquireInstance()
 	assert.Equal(t, c.Entries, second.Entries, "every instance of the lifetime reports its first entries")
 	for range 3 {
@@ -68,6 +69,34 @@ func TestFirstReferenceConfiguresTheLifetime(t *testing.T) {
 	// A new lifetime starts from scratch.
 	require.NoError(t, p.Initialize([]Entry{model(ModelCPUIncremental)}))
 	assert.Equal(t, uint64(ModelCPUIncremental), p.AcquireInstance().Settings.HierarchyModel)
+	p.ReleaseInstance()
+	require.NoError(t, p.Shutdown())
+}
+
+// The admission policy is process-scoped: the first reference's concrete policy is the
+// lifetime's (DEFAULT or none: NONDECREASING); later references inherit it with DEFAULT or no
+// entry and conflict with another concrete one; a new lifetime may pick another.
+func TestAdmissionPolicyIsProcessScoped(t *testing.T) {
+	var p Process
+	for _, pol := range []uint64{PolicyFloorOnly, PolicyNondecreasing, PolicyStrictlyIncreasing} {
+		require.NoError(t, p.Initialize([]Entry{policy(pol)}))
+		assert.Equal(t, pol, p.AcquireInstance().Settings.AdmissionPolicy)
+		require.NoError(t, p.Initialize([]Entry{policy(PolicyDefault)}), "DEFAULT inherits")
+		require.NoError(t, p.Initialize(nil), "no entry inherits")
+		require.NoError(t, p.Initialize([]Entry{policy(pol)}), "the same concrete policy")
+		other := PolicyFloorOnly + pol%3 // another concrete policy
+		requireCode(t, p.Initialize([]Entry{policy(other)}), status.InvalidArgument,
+			"runtime default ordinal admission policy")
+		assert.Equal(t, pol, p.AcquireInstance().Settings.AdmissionPolicy, "the conflict changed nothing")
+		for range 4 {
+			require.NoError(t, p.Shutdown())
+		}
+		p.ReleaseInstance()
+		p.ReleaseInstance()
+		assert.False(t, p.Bootstrapped())
+	}
+	require.NoError(t, p.Initialize([]Entry{policy(PolicyDefault)}))
+	assert.Equal(t, PolicyNondecreasing, p.AcquireInstance().Settings.AdmissionPolicy, "DEFAULT on a fresh lifetime")
 	p.ReleaseInstance()
 	require.NoError(t, p.Shutdown())
 }
@@ -86,8 +115,6 @@ func TestEntriesAreCheckedAsAUnit(t *testing.T) {
 		{"model INVALID", []Entry{model(0)}, status.InvalidArgument, "model 0 (INVALID)"},
 		{"unknown model", []Entry{model(17)}, status.InvalidArgument, "model 17 is not a model"},
 		{"unknown policy", []Entry{policy(8)}, status.InvalidArgument, "policy 8 is not a policy"},
-		{"NONDECREASING", []Entry{policy(PolicyNondecreasing)}, status.NotSupported, "not in this build"},
-		{"STRICTLY_INCREASING", []Entry{policy(PolicyStrictlyIncreasing)}, status.NotSupported, "FLOOR_ONLY"},
 		{"duplicate", []Entry{model(1), policy(1), model(1)}, status.InvalidArgument, "config->entries[2] repeats the UINT64 key 0 of config->entries[0]"},
 	}
 	for _, c := range cases {

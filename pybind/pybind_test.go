@@ -22,7 +22,7 @@ func TestEncodeMarksMalformedRequests(t *testing.T) {
 
 // A fetched query result is kept until it is released, exactly once.
 func TestQueryResultsAreKeptUntilReleased(t *testing.T) {
-	stage, err := CreateStage("results", 1)
+	stage, err := CreateStage("results", 1, 0)
 	require.NoError(t, err)
 	defer func() { _, _ = DestroyStage(stage) }()
 	answer, err := Query(stage, 0, 0, 0, false)
@@ -40,4 +40,14 @@ func TestQueryResultsAreKeptUntilReleased(t *testing.T) {
 	assert.ErrorContains(t, err, "[ovstage:2]", "a second release is refused")
 	_, err = ReleaseQueryResult(0)
 	assert.ErrorContains(t, err, "[ovstage:2]")
+}
+
+// CreateStage refuses a policy that is not one (the Python package validates first; this is
+// the last line), creating nothing.
+func TestCreateStageRefusesAnUnknownPolicy(t *testing.T) {
+	for _, policy := range []int{4, -1, 1 << 40} {
+		_, err := CreateStage("bad-policy", 1, policy)
+		require.Error(t, err, "policy %d", policy)
+		assert.Contains(t, err.Error(), "ordinal admission policy", "policy %d", policy)
+	}
 }

@@ -8,10 +8,19 @@ import (
 	"github.com/ovstage-go/ovstage/core/pathdict"
 )
 
-// CreateStage creates a stage; workers <= 0 uses one worker per CPU.
-func CreateStage(name string, workers int) (uint64, error) {
+// CreateStage creates a stage; workers <= 0 uses one worker per CPU. policy is the ordinal
+// admission policy the stage captured (ovstage_ordinal_admission_policy_t; DEFAULT (0) is
+// NONDECREASING).
+func CreateStage(name string, workers int, policy int) (uint64, error) {
+	if int(int32(policy)) != policy {
+		policy = -1 // out of range: refused by OpenStage
+	}
 	return call(func() (uint64, error) {
-		return core.NewStage(name, core.Config{Workers: workers}).ID, nil
+		s, err := core.OpenStage(name, core.Config{Workers: workers, Admission: core.AdmissionPolicy(policy)})
+		if err != nil {
+			return 0, err
+		}
+		return s.ID, nil
 	})
 }
 

@@ -43,6 +43,9 @@ type Delta struct {
 	// Untracked changes keep no change record (a clone's copy of a connection whose name
 	// also has a value: the name's change is recorded through the value only).
 	Untracked bool
+	// Later lists deletes ordered after this write that already ran: Stage gives the rows
+	// they cover their tombstones too (see LaterDelete).
+	Later []LaterDelete
 }
 
 // row returns the byte offset and element count of array source row s.
@@ -180,12 +183,22 @@ func (c *Column) Stage(prims []uint64, d *Delta) bool {
 		d.Rows = c.lookupRows(prims)
 		c.lastPrims, c.lastRows, c.lastGen = prims, d.Rows, c.layout
 	}
-	c.insertPending(d)
 	c.staged++
+	if len(d.Later) > 0 {
+		c.stageLaterDeletesLocked(prims, d, d.Later)
+		d.Later = nil
+	} else {
+		c.insertPending(d)
+		c.recordLocked(d)
+	}
+	return c.layout != gen
+}
+
+// recordLocked keeps the change record of staged delta d, unless it is untracked.
+func (c *Column) recordLocked(d *Delta) {
 	if !d.Untracked {
 		c.addRecord(record{ordinal: d.Ordinal, seq: d.Seq, rows: d.Rows, tombstone: d.Tombstone})
 	}
-	return c.layout != gen
 }
 
 // StageCount is the number of mutations staged so far (it only grows).

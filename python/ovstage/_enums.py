@@ -8,11 +8,13 @@ from __future__ import annotations
 import enum
 
 __all__ = [
+    "AttributeMode",
     "AttributeSemantic",
     "FilterOp",
     "HierarchyComputationModel",
     "HierarchyRelation",
     "LogSeverity",
+    "OrdinalAdmissionPolicy",
     "PopulationDomain",
     "PrimMode",
     "Scope",
@@ -37,6 +39,24 @@ class PrimMode(enum.IntEnum):
 
     UPSERT = 0
     INSERT = 1
+
+
+class AttributeMode(enum.IntEnum):
+    """What a write or map does on a prim that carries the attribute with another schema:
+    refuse (the default), or replace that prim's schema at the op's ordinal."""
+
+    REJECT = 0
+    FORCE = 1
+
+
+class OrdinalAdmissionPolicy(enum.IntEnum):
+    """Which mutations at an ordinal older than a retained change of the same cell (or prim
+    lifecycle) a stage refuses. The write floors are always checked."""
+
+    DEFAULT = 0  # the active process policy (a fresh process: NONDECREASING)
+    FLOOR_ONLY = 1
+    NONDECREASING = 2
+    STRICTLY_INCREASING = 3
 
 
 class Scope(enum.IntEnum):

@@ -32,7 +32,7 @@ from ._abi import (
 from ._config import StageConfig, process_config
 from ._cuda import parse_device
 from ._dlpack import DLDataType, DLDevice, DLTensor, make_dltensor, private_dltensor
-from ._enums import AttributeSemantic, PrimMode, Scope
+from ._enums import AttributeMode, AttributeSemantic, OrdinalAdmissionPolicy, PrimMode, Scope
 from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError, OvxError
 from ._groups import MapGroup, ReadGroup
 from ._guards import (
@@ -180,6 +180,7 @@ class Stage(_HierarchyMixin):
         self._destroyed = True
         self._destroying = False
         self._config_ref = False
+        self._instance_ref = False
         # Sources of large writes (see _hold), by op id: kept alive until the engine reports
         # that the op no longer reads them, whatever happens to its Operation or op id.
         self._holds: dict[int, Any] = {}
@@ -201,8 +202,10 @@ class Stage(_HierarchyMixin):
             process_config.acquire(config)
             self._config_ref = True
             workers = config.worker_count()
+        policy = process_config.acquire_instance()
+        self._instance_ref = True
         try:
-            self._id = call(native.CreateStage, name or "", workers)
+            self._id = call(native.CreateStage, name or "", workers, policy)
         except BaseException:
             self._drop_config_ref()
             raise
@@ -210,6 +213,8 @@ class Stage(_HierarchyMixin):
         self.config = config
         #: The runtime-default hierarchy model captured at creation.
         self.hierarchy_model: int = process_config.default_model()
+        #: The ordinal admission policy the stage captured at creation (the process's).
+        self.ordinal_admission_policy = OrdinalAdmissionPolicy(policy)
         self._destroyed = False
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -234,6 +239,10 @@ class Stage(_HierarchyMixin):
         return self._id
 
     def _drop_config_ref(self) -> None:
+        """Drop the stage's process references (instance, and configuration if it has one)."""
+        if getattr(self, "_instance_ref", False):
+            self._instance_ref = False
+            process_config.release_instance()
         if self._config_ref:
             self._config_ref = False
             process_config.release()
@@ -495,6 +504,7 @@ class Stage(_HierarchyMixin):
         is_array: bool,
         prim_mode: PrimMode | int = PrimMode.UPSERT,
         semantic: int = 0,
+        attribute_mode: AttributeMode | int = AttributeMode.REJECT,
         index_map: Sequence[int] | None = None,
         mask: Sequence[int] | None = None,
         count: int | None = None,
@@ -507,6 +517,10 @@ class Stage(_HierarchyMixin):
         ``index_map`` gathers payload rows, ``mask`` selects logical elements, ``count``
         addresses the leading prims of the query. ``is_array=True`` writes ragged rows: one
         tensor of packed uniform rows, or a list with one tensor per row.
+
+        ``attribute_mode=AttributeMode.FORCE`` replaces the schema of target prims that carry
+        the attribute with another one (at this ordinal); ``REJECT`` (the default) refuses
+        such a write.
 
         As in the reference, the source must stay unchanged until the op completes. Payloads
         below 1 MiB are in fact copied before this returns (the caller may reuse its buffer at
@@ -527,6 +541,7 @@ class Stage(_HierarchyMixin):
             and prim_mode is PrimMode.UPSERT
             and semantic.__class__ is int
             and not semantic
+            and attribute_mode is AttributeMode.REJECT
             and ordinal.__class__ is int
             and 0 <= ordinal <= _UINT64_MAX
             and not self._destroyed
@@ -541,7 +556,18 @@ class Stage(_HierarchyMixin):
         stream = 0 if cuda_stream is None else as_uint64(cuda_stream, "cuda_stream")
         device_type, device_id = parse_device(device)
         # the sync descriptor goes to the engine below, not through the batch-entry guards
-        desc = WriteDesc(attribute, tensors, is_array, index_map, mask, count, None, None, semantic)
+        desc = WriteDesc(
+            attribute,
+            tensors,
+            is_array,
+            index_map,
+            mask,
+            count,
+            None,
+            None,
+            semantic,
+            attribute_mode,
+        )
         payload = _Payload.of(desc, "")
         self._require_live("write_attribute")
         if payload.rejection is not None:
@@ -573,10 +599,15 @@ class Stage(_HierarchyMixin):
         *,
         prim_mode: PrimMode | int = PrimMode.UPSERT,
     ) -> Operation:
-        """Enqueue several writes of distinct attributes at one ordinal as one op.
+        """Enqueue several writes at one ordinal as one op.
 
-        The whole batch is validated before anything is queued. Like the reference it is not
-        atomic: if an entry fails while executing, earlier entries stay applied.
+        Entries must be :class:`WriteDesc`. One attribute may appear in several entries that
+        agree on its schema and write disjoint prims (one cell twice is ``INVALID_ARGUMENT``);
+        an empty batch is accepted. The whole batch is validated before anything is queued,
+        and admitted as a whole (floors, ordinal admission, schemas) before its first entry
+        applies. Like the reference it is not atomic: if an entry fails while applying, earlier
+        entries stay applied. Each entry's ``cuda_event`` / ``cuda_stream`` is waited for
+        before that entry's payload is read (a GPU is needed, ``NOT_SUPPORTED`` otherwise).
         """
         qh = _handle_of(query, Query, "query")
         ordinal = as_uint64(ordinal, "ordinal")
@@ -593,7 +624,9 @@ class Stage(_HierarchyMixin):
         for i, payload in enumerate(payloads):
             if payload.rejection is not None:
                 return Operation(self, *payload.rejection)
-            entries[i] = AttributeWrite(payload.attribute(), payload.data())
+            entries[i] = AttributeWrite(
+                payload.attribute(), payload.data(payload.stream, payload.event)
+            )
         op = self._enqueue(
             "write_attributes",
             native.WriteAttributes,
@@ -683,15 +716,19 @@ class Stage(_HierarchyMixin):
         dtype: DLDataType | None = None,
         semantic: int = 0,
         element_sizes: Sequence[int] | None = None,
+        attribute_mode: AttributeMode | int = AttributeMode.REJECT,
     ) -> Map:
         """Enqueue a map session: writable buffers for the query's prims, committed at
         ``ordinal`` by ``unmap_group``/``unmap_attribute``. ``dtype`` is needed only to create
-        the attribute; ``element_sizes`` (one per prim) maps a ragged attribute."""
+        the attribute; ``element_sizes`` (one per prim) maps a ragged attribute.
+        ``attribute_mode=AttributeMode.FORCE`` (needs ``dtype``) replaces the schema of the
+        prims each committed group covers, where it differs."""
         qh = _handle_of(query, Query, "query")
         attr = as_attribute(attribute)
         ordinal = as_uint64(ordinal, "ordinal")
         mode = as_enum(prim_mode, PrimMode, "prim_mode")
         sem = as_int32(semantic, "semantic")
+        attr_mode = _attribute_mode(attribute_mode, "attribute_mode")
         if dtype is not None and not isinstance(dtype, DLDataType):
             raise TypeError(f"dtype must be a DLDataType or None, got {type(dtype).__name__}")
         sizes = None
@@ -716,7 +753,7 @@ class Stage(_HierarchyMixin):
             DLDataType(dtype.code, dtype.bits, dtype.lanes) if dtype is not None else DLDataType(),
             sem,
             int(mode),
-            0,
+            int(attr_mode),
         )
         # element_sizes given but empty is not "no element_sizes": its pointer stays non-NULL.
         sizes_addr = 0 if sizes is None else sizes.buffer_info()[0] or _EMPTY_SIZES_ADDR
@@ -1007,15 +1044,14 @@ def _sparsity(
 
 
 def _cuda_rejection(
-    cuda_event: Any, cuda_stream: Any, where: str = "write_attributes batches"
+    cuda_event: Any, cuda_stream: Any, where: str
 ) -> tuple[int, int, Any, str] | None:
-    """Non-zero CUDA synchronization arguments where they are not honoured yet (batch entries,
-    unmaps: map groups are host memory) are rejected; ``write_attribute`` honours them."""
+    """Non-zero CUDA synchronization arguments where they are not honoured (unmaps: map groups
+    are host memory) are rejected; writes and batch entries honour them."""
     for name, value in (("cuda_event", cuda_event), ("cuda_stream", cuda_stream)):
         if value is not None and as_uint64(value, name) != 0:
             message = (
-                f"{name}: CUDA synchronization is not supported for {where} "
-                "(write_attribute honours it)"
+                f"{name}: CUDA synchronization is not supported for {where} (writes honour it)"
             )
             return (ErrorCode.NOT_SUPPORTED, 0, None, message)
     return None
@@ -1034,6 +1070,14 @@ class WriteDesc:
     cuda_event: int | None = None
     cuda_stream: int | None = None
     semantic: int = AttributeSemantic.NONE
+    attribute_mode: AttributeMode | int = AttributeMode.REJECT
+
+
+def _attribute_mode(value: object, name: str) -> int:
+    """Validate an ``attribute_mode`` argument (REJECT or FORCE)."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an AttributeMode, got bool")
+    return int(as_enum(value, AttributeMode, name))
 
 
 # The non-NULL pointer of an empty element_sizes array (an empty array has no address of its own).
@@ -1054,6 +1098,7 @@ class _Payload:
     attr: int | str
     is_array: bool
     semantic: int
+    attribute_mode: int
     count: int
     index_map: np.ndarray | None
     mask: np.ndarray | None
@@ -1061,20 +1106,42 @@ class _Payload:
     array: Any
     rejection: tuple[int, int, Any, str] | None = None
     name: bytes = b""
+    # The entry's own CUDA sync (batch entries; write_attribute passes its sync to data()).
+    stream: int = 0
+    event: int = 0
 
     @classmethod
     def of(cls, desc: WriteDesc, label: str) -> _Payload:
         attr = as_attribute(desc.attribute, f"{label}attribute")
         flag = as_bool_flag(desc.is_array, f"{label}is_array")
         sem = as_int32(desc.semantic, f"{label}semantic")
+        attr_mode = _attribute_mode(desc.attribute_mode, f"{label}attribute_mode")
         n, imap, words = _sparsity(desc.index_map, desc.mask, desc.count, label)
-        rejection = _cuda_rejection(desc.cuda_event, desc.cuda_stream)
+        event = 0 if desc.cuda_event is None else as_uint64(desc.cuda_event, f"{label}cuda_event")
+        stream = (
+            0 if desc.cuda_stream is None else as_uint64(desc.cuda_stream, f"{label}cuda_stream")
+        )
+        rejection = None
         tensors = _as_dltensors(desc.tensors, label)
         array = (DLTensor * len(tensors))(*tensors)
         problem = attribute_problem(attr)
         if problem is not None:
             rejection = (ErrorCode.INVALID_ARGUMENT, 0, None, f"{label}attribute: {problem}")
-        return cls(attr, flag, sem, n, imap, words, tensors, array, rejection)
+        return cls(
+            attr,
+            flag,
+            sem,
+            attr_mode,
+            n,
+            imap,
+            words,
+            tensors,
+            array,
+            rejection,
+            b"",
+            stream,
+            event,
+        )
 
     def nbytes(self) -> int:
         """Payload bytes (the engine defers the copy of large payloads to the op)."""
@@ -1110,6 +1177,8 @@ class _Payload:
             data.cuda_sync = CudaSync(stream, event)
         if self.semantic:
             data.semantic = self.semantic
+        if self.attribute_mode:
+            data.attribute_mode = self.attribute_mode
         if self.is_array:
             data.is_array = True
         return data

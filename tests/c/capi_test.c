@@ -480,10 +480,9 @@ static void test_initialize_shutdown(void)
     e[0] = ovstage_config_entry_uint64(OVSTAGE_CONFIG_RUNTIME_DEFAULT_HIERARCHY_COMPUTATION_MODEL, 0);
     CHECK_STATUS(ovstage_initialize(&cfg), OVSTAGE_ERROR_INVALID_ARGUMENT);
     CHECK_LAST_ERROR("config->entries[0]");
-    e[0] = ovstage_config_entry_runtime_default_ordinal_admission_policy(
-        OVSTAGE_ORDINAL_ADMISSION_NONDECREASING);
-    CHECK_STATUS(ovstage_initialize(&cfg), OVSTAGE_ERROR_NOT_SUPPORTED);
-    CHECK_LAST_ERROR("not in this build");
+    e[0] = ovstage_config_entry_uint64(OVSTAGE_CONFIG_RUNTIME_DEFAULT_ORDINAL_ADMISSION_POLICY, 4);
+    CHECK_STATUS(ovstage_initialize(&cfg), OVSTAGE_ERROR_INVALID_ARGUMENT);
+    CHECK_LAST_ERROR("ordinal admission policy 4 is not a policy");
     e[0] = ovstage_config_entry_uint64((ovstage_config_uint64_t)7, 1);
     CHECK_STATUS(ovstage_initialize(&cfg), OVSTAGE_ERROR_INVALID_ARGUMENT);
     memset(&e[0], 0, sizeof e[0]);
@@ -782,6 +781,27 @@ static void test_write_attributes_batch(void)
     CHECK(read_f32(&s, q, token(&s, "a"), got, 3) == 1);
     CHECK(got[0] == 1); /* nothing of the rejected batches applied */
 
+    /* An empty batch is accepted; one attribute in two entries over disjoint prims is too. */
+    WAIT_OK(&s, ovstage_write_attributes(s.inst, q, w, 0, 6, OVSTAGE_PRIM_MODE_UPSERT));
+    {
+        uint64_t first = 0x1, rest = 0x6; /* prim 0; prims 1 and 2 */
+        w[0].data = data_of(&ta, 1);
+        w[0].data.mask = &first;
+        w[0].data.count = 3;
+        w[1].attribute = named("a");
+        w[1].data = data_of(&tb, 1);
+        w[1].data.mask = &rest;
+        w[1].data.count = 3;
+        WAIT_OK(&s, ovstage_write_attributes(s.inst, q, w, 2, 6, OVSTAGE_PRIM_MODE_UPSERT));
+        rest = 0x3; /* prim 0 again: one cell twice */
+        CHECK_REJECTED(ovstage_write_attributes(s.inst, q, w, 2, 7, OVSTAGE_PRIM_MODE_UPSERT),
+                       OVSTAGE_ERROR_INVALID_ARGUMENT);
+        CHECK_LAST_ERROR("repeated concrete write target for prim '/A' and canonical attribute 'a'");
+    }
+    seal(&s, 7);
+    CHECK(read_f32(&s, q, token(&s, "a"), got, 3) == 1);
+    CHECK(got[0] == 1 && got[1] == 20 && got[2] == 30);
+
     release_query(&s, q);
     release_list(&s, list);
     destroy_stage(&s);
@@ -1048,14 +1068,11 @@ static void test_bad_write_input(void)
         CHECK_LAST_ERROR("attribute.string: ptr is NULL with length 4");
     }
 
-    /* Modes: FORCE is not in this build; out-of-range enums; a derived built-in. */
-    d.attribute_mode = OVSTAGE_ATTRIBUTE_MODE_FORCE;
-    CHECK_REJECTED(ovstage_write_attribute(s.inst, q, by_token(x), 2, d, OVSTAGE_PRIM_MODE_UPSERT),
-                   OVSTAGE_ERROR_NOT_SUPPORTED);
-    CHECK_LAST_ERROR("FORCE");
+    /* Modes: out-of-range enums; a derived built-in. */
     d.attribute_mode = (ovstage_attribute_mode_t)5;
     CHECK_REJECTED(ovstage_write_attribute(s.inst, q, by_token(x), 2, d, OVSTAGE_PRIM_MODE_UPSERT),
                    OVSTAGE_ERROR_INVALID_ARGUMENT);
+    CHECK_LAST_ERROR("attribute_mode: 5 is not an attribute mode (REJECT=0, FORCE=1)");
     d.attribute_mode = OVSTAGE_ATTRIBUTE_MODE_REJECT;
     CHECK_REJECTED(ovstage_write_attribute(s.inst, q, by_token(x), 2, d, (ovstage_prim_mode_t)9),
                    OVSTAGE_ERROR_INVALID_ARGUMENT);
@@ -1180,7 +1197,8 @@ static void test_bad_slot_arguments(void)
     CHECK_LAST_ERROR("desc->attribute is empty");
     md.attribute = named("x");
     md.attribute_mode = OVSTAGE_ATTRIBUTE_MODE_FORCE;
-    CHECK_REJECTED(ovstage_map_attribute(s.inst, q, &md, 1, NULL, 0, &m), OVSTAGE_ERROR_NOT_SUPPORTED);
+    CHECK_REJECTED(ovstage_map_attribute(s.inst, q, &md, 1, NULL, 0, &m), OVSTAGE_ERROR_INVALID_ARGUMENT);
+    CHECK_LAST_ERROR("map_attribute: attribute_mode FORCE requires dtype");
     md.attribute_mode = OVSTAGE_ATTRIBUTE_MODE_REJECT;
     CHECK_REJECTED(ovstage_map_attribute(s.inst, q, &md, 1, NULL, 3, &m), OVSTAGE_ERROR_INVALID_ARGUMENT);
     CHECK_LAST_ERROR("element_sizes is NULL");
@@ -1949,6 +1967,161 @@ static int population_error_contains(const char* needle)
     return strstr(text, needle) != NULL;
 }
 
+/* Waits for op and returns its status; releases it. */
+static ovstage_api_status_t wait_status(stage_t* s, ovstage_enqueue_result_t e)
+{
+    ovstage_op_wait_result_t w;
+    ovstage_api_status_t st;
+    if (e.status != OVSTAGE_OK) {
+        return e.status;
+    }
+    st = ovstage_wait_op(s->inst, e.op_index, OVSTAGE_TIMEOUT_INFINITE, &w);
+    CHECK_STATUS(ovstage_release_op(s->inst, e.op_index), OVSTAGE_OK);
+    return st;
+}
+
+/* An ordinal conflict is reported when the op runs (OP_FAILED) or at enqueue (status 5). */
+#define CHECK_CONFLICT(s, result)                                                              \
+    do {                                                                                       \
+        ovstage_api_status_t st_ = wait_status((s), (result));                                 \
+        CHECK(st_ == OVSTAGE_ERROR_OP_FAILED || st_ == OVSTAGE_ERROR_WRITE_FLOOR_VIOLATION);  \
+    } while (0)
+
+/* The admission policy is process-scoped: a fresh lifetime is NONDECREASING, a configured one
+ * takes its policy, and each instance enforces the policy of the lifetime it was created in. */
+static void test_ordinal_admission_policies(void)
+{
+    float v[3] = {1, 2, 3}, older[3] = {4, 5, 6}, got[3];
+    ovstage_config_entry_t e[1];
+    ovstage_config_t cfg;
+    stage_t s = new_stage("nondecreasing");
+    ovx_primpath_list_t list = list_of(&s, ABC, 3);
+    ovstage_query_handle_t q = query_of(&s, list);
+
+    cfg.entries = e;
+    cfg.entry_count = 1;
+    WAIT_OK(&s, write_f32(&s, q, "x", 5, v, 3));
+    CHECK_CONFLICT(&s, write_f32(&s, q, "x", 3, v, 3)); /* below a change of the cells */
+    WAIT_OK(&s, write_f32(&s, q, "x", 5, v, 3));        /* equal is allowed */
+    WAIT_OK(&s, write_f32(&s, q, "other", 2, v, 3));    /* another cell */
+    {
+        ovx_string_or_token_t del = named("x");
+        CHECK_CONFLICT(&s, ovstage_delete_attributes(s.inst, q, &del, 1, 4));
+    }
+    /* While this instance lives, another concrete policy conflicts with the lifetime's. */
+    e[0] = ovstage_config_entry_runtime_default_ordinal_admission_policy(
+        OVSTAGE_ORDINAL_ADMISSION_FLOOR_ONLY);
+    CHECK_STATUS(ovstage_initialize(&cfg), OVSTAGE_ERROR_INVALID_ARGUMENT);
+    CHECK_LAST_ERROR("conflicts with active process state");
+    release_query(&s, q);
+    release_list(&s, list);
+    destroy_stage(&s);
+
+    /* A new lifetime under FLOOR_ONLY: only the floors refuse; the newest ordinal's value wins. */
+    CHECK_STATUS(ovstage_initialize(&cfg), OVSTAGE_OK);
+    s = new_stage("floor only");
+    list = list_of(&s, ABC, 3);
+    q = query_of(&s, list);
+    WAIT_OK(&s, write_f32(&s, q, "x", 5, v, 3));
+    WAIT_OK(&s, write_f32(&s, q, "x", 3, older, 3));
+    seal(&s, 5);
+    CHECK(read_f32(&s, q, token(&s, "x"), got, 3) == 1);
+    CHECK(got[0] == 1 && got[2] == 3);
+    release_query(&s, q);
+    release_list(&s, list);
+    destroy_stage(&s);
+    CHECK_STATUS(ovstage_shutdown(), OVSTAGE_OK);
+
+    /* STRICTLY_INCREASING refuses the same ordinal again. */
+    e[0] = ovstage_config_entry_runtime_default_ordinal_admission_policy(
+        OVSTAGE_ORDINAL_ADMISSION_STRICTLY_INCREASING);
+    CHECK_STATUS(ovstage_initialize(&cfg), OVSTAGE_OK);
+    s = new_stage("strict");
+    list = list_of(&s, ABC, 3);
+    q = query_of(&s, list);
+    WAIT_OK(&s, write_f32(&s, q, "x", 5, v, 3));
+    CHECK_CONFLICT(&s, write_f32(&s, q, "x", 5, v, 3));
+    WAIT_OK(&s, write_f32(&s, q, "x", 6, v, 3));
+    release_query(&s, q);
+    release_list(&s, list);
+    destroy_stage(&s);
+    CHECK_STATUS(ovstage_shutdown(), OVSTAGE_OK);
+}
+
+/* FORCE replaces the schema of the target prims on writes, batch entries and map commits;
+ * REJECT refuses the change. */
+static void test_attribute_mode_force(void)
+{
+    stage_t s = new_stage("force");
+    ovx_primpath_list_t list = list_of(&s, ABC, 3);
+    ovstage_query_handle_t q = query_of(&s, list);
+    float v[3] = {1, 2, 3};
+    int32_t ints[3] = {7, 8, 9};
+    int64_t shape[1] = {3};
+    DLTensor t;
+    ovstage_write_data_t d;
+    ovstage_attribute_write_t w[1];
+    ovstage_map_desc_t md;
+    ovstage_map_handle_t m = 0;
+    ovx_token_t x = token(&s, "x");
+
+    WAIT_OK(&s, write_f32(&s, q, "x", 1, v, 3));
+    WAIT_OK(&s, write_f32(&s, q, "y", 1, v, 3));
+    WAIT_OK(&s, write_f32(&s, q, "z", 1, v, 3));
+    memset(&t, 0, sizeof t);
+    t.data = ints;
+    t.device.device_type = kDLCPU;
+    t.ndim = 1;
+    t.dtype.code = kDLInt;
+    t.dtype.bits = 32;
+    t.dtype.lanes = 1;
+    t.shape = shape;
+    d = data_of(&t, 1);
+    CHECK_REJECTED(ovstage_write_attribute(s.inst, q, by_token(x), 2, d, OVSTAGE_PRIM_MODE_UPSERT),
+                   OVSTAGE_ERROR_INVALID_ARGUMENT); /* REJECT: the schema change */
+    d.attribute_mode = OVSTAGE_ATTRIBUTE_MODE_FORCE;
+    WAIT_OK(&s, ovstage_write_attribute(s.inst, q, by_token(x), 2, d, OVSTAGE_PRIM_MODE_UPSERT));
+    memset(w, 0, sizeof w);
+    w[0].attribute = named("y");
+    w[0].data = d;
+    WAIT_OK(&s, ovstage_write_attributes(s.inst, q, w, 1, 2, OVSTAGE_PRIM_MODE_UPSERT));
+    memset(&md, 0, sizeof md);
+    md.attribute = named("z");
+    md.dtype = t.dtype;
+    md.attribute_mode = OVSTAGE_ATTRIBUTE_MODE_FORCE;
+    WAIT_OK(&s, ovstage_map_attribute(s.inst, q, &md, 2, NULL, 0, &m));
+    CHECK(m != 0);
+    WAIT_OK(&s, ovstage_unmap_attribute(s.inst, m, (ovstage_cuda_sync_t){0, 0}));
+    seal(&s, 2);
+    {
+        const char* names[3] = {"x", "y", "z"};
+        int k;
+        for (k = 0; k < 3; k++) {
+            ovx_token_t a = token(&s, names[k]);
+            ovstage_read_handle_t r = 0;
+            ovstage_read_group_t g;
+            ovstage_enqueue_result_t e = ovstage_read_attributes(s.inst, q, &a, 1, latest(2), &r);
+            CHECK_STATUS(e.status, OVSTAGE_OK);
+            CHECK_STATUS(ovstage_fetch_read_next(s.inst, r, OVSTAGE_TIMEOUT_INFINITE, &g), OVSTAGE_OK);
+            CHECK(g.data.tensor_count == 1 && g.data.tensors[0].dtype.code == kDLInt);
+            CHECK(g.prims.count == 3);
+            if (k < 2) {
+                CHECK(memcmp(g.data.tensors[0].data, ints, sizeof ints) == 0);
+            }
+            CHECK_STATUS(ovstage_release_group(s.inst, &g), OVSTAGE_OK);
+            CHECK_STATUS(ovstage_fetch_read_next(s.inst, r, 0, &g), OVSTAGE_ERROR_END_OF_ITERATION);
+            WAIT_OK(&s, ovstage_release_read(s.inst, r));
+            WAIT_OK(&s, e);
+        }
+    }
+    /* Reserved metadata never takes FORCE. */
+    CHECK_REJECTED(ovstage_write_attribute(s.inst, q, named("usd-prim-type"), 3, d, OVSTAGE_PRIM_MODE_UPSERT),
+                   OVSTAGE_ERROR_INVALID_ARGUMENT);
+    release_query(&s, q);
+    release_list(&s, list);
+    destroy_stage(&s);
+}
+
 static void test_not_in_this_build(void)
 {
     stage_t s = new_stage("unsupported");
@@ -2344,6 +2517,8 @@ int main(void)
     run_test("clone_and_report", test_clone_and_report);
     run_test("hierarchy", test_hierarchy);
     run_test("logging", test_logging);
+    run_test("ordinal_admission_policies", test_ordinal_admission_policies);
+    run_test("attribute_mode_force", test_attribute_mode_force);
     run_test("not_in_this_build", test_not_in_this_build);
     run_test("extensions_and_placement", test_extensions_and_placement);
     run_test("threads_on_one_instance", test_threads_on_one_instance);

@@ -481,11 +481,22 @@ def test_batch_entries_are_placed_by_their_sources(stage, query, fake) -> None:
             ],
             1,
         ).wait()
-        expect_error(
-            stage.write_attributes(query, [ovstage.WriteDesc("t", src, False, cuda_stream=1)], 2),
-            ErrorCode.NOT_SUPPORTED,
-            "cuda_stream: CUDA synchronization is not supported for write_attributes batches",
-        )
+        # Each entry's sync is waited for before that entry's payload is read.
+        stream, event = fake.new_stream(), fake.new_event()
+        fake.trace()
+        stage.write_attributes(
+            query,
+            [
+                ovstage.WriteDesc("t", src, False, cuda_stream=stream),
+                ovstage.WriteDesc("u", src, False, cuda_event=event),
+            ],
+            2,
+        ).wait()
+        calls = fake.trace().split(";")
+        copies = [i for i, c in enumerate(calls) if c.startswith("dtod")]
+        assert len(copies) == 2, calls
+        assert calls.index(f"stream_sync {stream:#x}") < copies[0], calls
+        assert copies[0] < calls.index(f"event_sync {event:#x}") < copies[1], calls
         stage.advance_write_floor(1).wait()
         with latest_group(stage, query, 1) as group:
             assert group.tensor(0).device.device_id == 1

@@ -6,12 +6,15 @@ role, on different prims), every accepted change (ordinal, submission sequence, 
 :data:`TOMBSTONE`), the requested write floors (global and per attribute), which prims exist
 and which accepted ops are known to have finished. From that it predicts:
 
-* **admission** at enqueue: the set of status codes a write or delete may be rejected with
-  (``WRITE_FLOOR_VIOLATION`` at or below the effective floor, ``INVALID_ARGUMENT`` for bad
-  addressing or a schema change on a prim that carries the attribute in another column,
-  ``PRIM_NOT_FOUND`` for INSERT onto an existing prim). Several may apply and the engine may
-  report any one of them (precedence is not specified), so the model returns them all; empty
-  means "accepted";
+* **admission**: the set of status codes a write or delete may be rejected with
+  (``WRITE_FLOOR_VIOLATION`` at or below the effective floor or, under the ordinal admission
+  policy, below (NONDECREASING) or at (STRICTLY_INCREASING) a change of the cell or a
+  lifecycle event of the prim; ``INVALID_ARGUMENT`` for bad addressing or a schema change on
+  a prim that carries the attribute in another column; ``PRIM_NOT_FOUND`` for INSERT onto an
+  existing prim). Several may apply and the engine may report any one of them, so the model
+  returns them all; empty means "accepted". Floors and bad requests are refused at enqueue;
+  the others may be refused at enqueue or by the op when it runs (ordinal conflicts of
+  writes always by the op), depending on what is pending;
 * **outcomes** of ops that only fail when they run: map setups (the schema they map, the
   committed values their buffers start with), map commits (a failed commit makes the
   session's final unmap fail the same way) and clones (subtree copies; a missing source, an
@@ -27,15 +30,20 @@ and which accepted ops are known to have finished. From that it predicts:
   whose op is not known to have finished may or may not have been applied when the read runs;
   the outcome sets cover both.
 
-Every op's outcome is decided when it is enqueued. Callers keep that true, and the model exact,
-by avoiding the races it does not decide: an INSERT, a delete, a map setup or commit, or a
+Every op's outcome is decided when it is enqueued: the engine orders conflicting mutations in
+submission order (README "Ops run in parallel"), so an outcome depends on the ops submitted
+before it, which the model knows. Callers keep the model exact by avoiding the races it does
+not decide for reads and map buffers: an INSERT, a delete, a map setup or commit, or a
 clone racing pending ops on the prims it reads or creates, a schema change racing a pending
 write of another schema, an ``EXCLUDE`` advance racing pending writes that create attributes,
 a mutation racing a pending map setup or clone that reads its prims.
 ``test_model_stateful.py`` settles ops before those.
 
 A key has a *row* once a write to it was applied (deletes never create rows): only keys with
-rows take tombstones or take part in reads.
+rows take part in reads. A delete tombstones the keys that have a value ordered before it (in
+(ordinal, submission) order); it also names cells without a row, which the policy checks later
+mutations against (and, under FLOOR_ONLY, which a lower-ordinal write running after it still
+ends under).
 """
 
 from __future__ import annotations
@@ -55,6 +63,7 @@ __all__ = [
     "Change",
     "CloneOutcome",
     "Floors",
+    "LifecycleEvent",
     "MapSetup",
     "Outcome",
     "ReadExpectation",
@@ -334,11 +343,35 @@ class _Op:
         return bool(self.locked or self.roots)
 
 
+FLOOR_ONLY, NONDECREASING, STRICTLY_INCREASING = 1, 2, 3
+
+
+@dataclass(frozen=True)
+class LifecycleEvent:
+    """A finished delete (``attributes`` None: whole prims) or the prims a clone created."""
+
+    ordinal: int
+    seq: int
+    prims: frozenset[str]
+    attributes: frozenset[str] | None
+    create: bool = False
+
+    def covers(self, attribute: str, prim: str) -> bool:
+        """Whether the event deletes the cell."""
+        return (
+            not self.create
+            and prim in self.prims
+            and (self.attributes is None or attribute in self.attributes)
+        )
+
+
 class StageModel:
     """Reference model of one stage's ordinals, floors, prims, columns, deletes, map commits,
-    clones and reads."""
+    clones and reads, under one ordinal admission policy (the default NONDECREASING)."""
 
-    def __init__(self) -> None:
+    def __init__(self, policy: int = NONDECREASING) -> None:
+        self.policy = policy
+        self.lifecycle: list[LifecycleEvent] = []
         self.floors = Floors()
         self.history: dict[Key, list[Change]] = {}
         self.prims: set[str] = set()  # prims that exist (applied state)
@@ -387,6 +420,62 @@ class StageModel:
         """Whether ``prim`` carries ``attribute`` in a column of another schema."""
         return any(s != schema for s in self.live_schemas(attribute, prim))
 
+    def live_from(self, key: Key, ordinal: int, seq: int) -> bool:
+        """Whether the key carries a value at some point from just before (ordinal, seq) on,
+        counting every accepted change."""
+        prior = []
+        for c in self.history.get(key, ()):
+            if (c.ordinal, c.seq) < (ordinal, seq):
+                prior.append(c)
+            elif c.is_write:
+                return True
+        return bool(prior) and max(prior, key=lambda c: (c.ordinal, c.seq)).is_write
+
+    def overlaps_other_schema(
+        self, attribute: str, prim: str, schema: Schema, ordinal: int
+    ) -> bool:
+        """Whether a write of ``schema`` at ``ordinal`` would overlap the cell's life in a
+        column of another schema (the engine refuses the schema change)."""
+        seq = self._seq * _MAX_TARGETS + _MAX_TARGETS
+        return any(
+            k[2] != schema and self.live_from(k, ordinal, seq)
+            for k in self.keys_of(attribute, prim)
+        )
+
+    def value_before(self, key: Key, ordinal: int, seq: int) -> bool:
+        """Whether the key has a value change ordered before (ordinal, seq)."""
+        return any(
+            c.is_write and (c.ordinal, c.seq) < (ordinal, seq) for c in self.history.get(key, ())
+        )
+
+    def _blocks(self, retained: int, ordinal: int) -> bool:
+        if self.policy == NONDECREASING:
+            return retained > ordinal
+        if self.policy == STRICTLY_INCREASING:
+            return retained >= ordinal
+        return False
+
+    def cell_conflict(self, attribute: str, prim: str, ordinal: int) -> bool:
+        """Whether a change of the cell (any schema), or a delete naming it, refuses a
+        mutation at ``ordinal`` under the policy."""
+        return any(
+            self._blocks(c.ordinal, ordinal)
+            for k in self.keys_of(attribute, prim)
+            for c in self.history[k]
+        ) or any(
+            e.covers(attribute, prim) and self._blocks(e.ordinal, ordinal) for e in self.lifecycle
+        )
+
+    def prim_conflict(self, prim: str, ordinal: int) -> bool:
+        """Whether a change of any cell of ``prim``, or a lifecycle event naming it, refuses
+        a mutation of the prim's lifecycle at ``ordinal``."""
+        return any(
+            self._blocks(c.ordinal, ordinal)
+            for k, changes in self.history.items()
+            if k[1] == prim
+            for c in changes
+        ) or any(prim in e.prims and self._blocks(e.ordinal, ordinal) for e in self.lifecycle)
+
     def live_attributes(self, paths: Sequence[str]) -> set[str]:
         """Attributes that some of ``paths`` carry (what a whole-prim delete deletes)."""
         return {k[0] for k in self.history if k[1] in paths and self.live(k)}
@@ -434,24 +523,29 @@ class StageModel:
         ordinal: int,
         plan: WritePlan | None,
         insert: bool,
-    ) -> set[ErrorCode]:
-        """Status codes a write (or map commit) may fail with (empty: it succeeds).
+    ) -> tuple[set[ErrorCode], set[ErrorCode]]:
+        """Status codes a write (or map commit) may fail with, as (refused at enqueue, refused
+        at enqueue or when it runs); both empty: it succeeds.
 
         ``schema`` is the layout the write carries (dtype, lanes, semantic). It is refused on a
         target prim that carries the attribute in a column of another schema; elsewhere it
         goes to (or opens) the column of its own schema.
         """
-        errors: set[ErrorCode] = set()
+        enqueue: set[ErrorCode] = set()
+        run: set[ErrorCode] = set()
         if ordinal <= self.floors.effective(attribute):
-            errors.add(ErrorCode.WRITE_FLOOR_VIOLATION)
+            enqueue.add(ErrorCode.WRITE_FLOOR_VIOLATION)
         if plan is None:
-            errors.add(ErrorCode.INVALID_ARGUMENT)
-            return errors
-        if any(self.live_in_other_schema(attribute, prim, schema) for prim, _ in plan.targets):
-            errors.add(ErrorCode.INVALID_ARGUMENT)
-        if insert and any(prim in self.prims for prim, _ in plan.targets):
-            errors.add(ErrorCode.PRIM_NOT_FOUND)
-        return errors
+            enqueue.add(ErrorCode.INVALID_ARGUMENT)
+            return enqueue, run
+        for prim, _ in plan.targets:
+            if self.cell_conflict(attribute, prim, ordinal):
+                run.add(ErrorCode.WRITE_FLOOR_VIOLATION)
+            if self.overlaps_other_schema(attribute, prim, schema, ordinal):
+                run.add(ErrorCode.INVALID_ARGUMENT)
+            if insert and prim in self.prims:
+                run.add(ErrorCode.PRIM_NOT_FOUND)
+        return enqueue, run
 
     def accept_write(
         self,
@@ -463,17 +557,39 @@ class StageModel:
         payload: Sequence[Value],
         locked: Sequence[str] = (),
     ) -> None:
-        """Record an accepted write or map commit (op id ``op``) that will succeed."""
+        """Record an accepted write or map commit (op id ``op``) that will succeed.
+
+        FLOOR_ONLY: a delete ordered after the write that already finished covers it too (a
+        key with no value before the delete gets its tombstone with the write), and a prim
+        deleted whole after it is not brought back."""
         seq = self._next_seq()
+        retro: list[tuple[Key, Change]] = []
+        for prim in dict.fromkeys(p for p, _ in plan.targets):
+            key = (attribute, prim, schema)
+            for e in self.lifecycle:
+                if (
+                    e.ordinal > ordinal
+                    and e.covers(attribute, prim)
+                    and not self.value_before(key, e.ordinal, e.seq)
+                ):
+                    retro.append((key, Change(e.ordinal, e.seq, op, TOMBSTONE)))
         keys = []
+        creates = []
         for i, (prim, row) in enumerate(plan.targets):
             key = (attribute, prim, schema)
             # A query may name a prim twice: the later element of the same write wins.
             self.history.setdefault(key, []).append(Change(ordinal, seq + i, op, payload[row]))
             keys.append(key)
+            if not any(
+                e.attributes is None and not e.create and e.ordinal > ordinal and prim in e.prims
+                for e in self.lifecycle
+            ):
+                creates.append(prim)
+        for key, change in retro:
+            self.history[key].append(change)
         self.pending[op] = _Op(
             keys=tuple(keys),
-            creates=tuple(p for p, _ in plan.targets),
+            creates=tuple(creates),
             locked=tuple(locked),
         )
 
@@ -483,28 +599,56 @@ class StageModel:
         self, paths: Sequence[str], attributes: Sequence[str], ordinal: int
     ) -> set[ErrorCode]:
         """Codes a delete may be rejected with (an empty ``attributes`` deletes whole prims,
-        checked against the attributes the prims carry)."""
+        checked against the global floor, the attributes the prims carry and, under the
+        policy, every cell and the lifecycle of the prims)."""
+        refused = {ErrorCode.WRITE_FLOOR_VIOLATION}
+        if not attributes and ordinal <= self.floors.global_floor:
+            return refused
         checked = attributes or self.live_attributes(paths)
         if any(ordinal <= self.floors.effective(a) for a in checked):
-            return {ErrorCode.WRITE_FLOOR_VIOLATION}
+            return refused
+        for prim in paths:
+            if not attributes and self.prim_conflict(prim, ordinal):
+                return refused
+            if any(self.cell_conflict(a, prim, ordinal) for a in attributes):
+                return refused
         return set()
 
     def apply_delete(
         self, op: int, paths: Sequence[str], attributes: Sequence[str], ordinal: int
     ) -> None:
         """Record an accepted delete that already finished (callers wait deletes at once,
-        with nothing pending): a tombstone for every key with a row, in every column of the
-        deleted attributes; whole prims stop existing."""
+        with nothing pending): a tombstone for every key of the deleted cells (whole prims:
+        of every cell of the prims, except those under their attribute's floor) with a value
+        ordered before the delete, and the delete in the lifecycle; whole prims stop existing
+        unless given a value or created at a later ordinal."""
         whole = not attributes
-        names = sorted(self.live_attributes(paths)) if whole else list(dict.fromkeys(attributes))
         seq = self._next_seq()
-        for a in names:
-            for prim in dict.fromkeys(paths):
-                for key in self.keys_of(a, prim):
-                    if self.has_row(key):
-                        self.history[key].append(Change(ordinal, seq, op, TOMBSTONE))
+        for key in list(self.history):
+            if key[1] not in paths or (not whole and key[0] not in attributes):
+                continue
+            if whole and ordinal <= self.floors.effective(key[0]):
+                continue
+            if self.value_before(key, ordinal, seq):
+                self.history[key].append(Change(ordinal, seq, op, TOMBSTONE))
+        if paths:
+            self.lifecycle.append(
+                LifecycleEvent(
+                    ordinal, seq, frozenset(paths), None if whole else frozenset(attributes)
+                )
+            )
         if whole:
-            self.prims.difference_update(paths)
+            for prim in paths:
+                if not self._revived_after(prim, ordinal):
+                    self.prims.discard(prim)
+
+    def _revived_after(self, prim: str, ordinal: int) -> bool:
+        return any(
+            c.is_write and c.ordinal > ordinal
+            for k, changes in self.history.items()
+            if k[1] == prim
+            for c in changes
+        ) or any(e.create and e.ordinal > ordinal and prim in e.prims for e in self.lifecycle)
 
     # -- map sessions and clones ---------------------------------------------------------
 
@@ -512,6 +656,7 @@ class StageModel:
         self,
         attribute: str,
         schema: Schema | None,
+        ordinal: int,
         paths: Sequence[str],
         insert: bool,
         zero: Value,
@@ -526,7 +671,9 @@ class StageModel:
                 return MapSetup(None, [], {ErrorCode.INVALID_ARGUMENT})  # "dtype is required"
             (schema,) = found
         for p in paths:
-            if self.live_in_other_schema(attribute, p, schema):
+            if self.cell_conflict(attribute, p, ordinal):
+                errors.add(ErrorCode.WRITE_FLOOR_VIOLATION)
+            if self.overlaps_other_schema(attribute, p, schema, ordinal):
                 errors.add(ErrorCode.INVALID_ARGUMENT)
             if insert and p in self.prims:
                 errors.add(ErrorCode.PRIM_NOT_FOUND)
@@ -569,6 +716,9 @@ class StageModel:
             if k[1] in subtree and self.live(k)
         ):
             errors.add(ErrorCode.WRITE_FLOOR_VIOLATION)
+        # The policy: every cell and the lifecycle of each prim the clone creates.
+        if any(self.prim_conflict(c, ordinal) for copies in mapped for c in copies):
+            errors.add(ErrorCode.WRITE_FLOOR_VIOLATION)
         return CloneOutcome(subtree, mapped, errors)
 
     def accept_clone(
@@ -588,11 +738,9 @@ class StageModel:
                 self.history.setdefault(copy, []).append(Change(ordinal, seq + i, op, value))
                 keys.append(copy)
                 i += 1
-        self.pending[op] = _Op(
-            keys=tuple(keys),
-            creates=tuple(c for copies in outcome.mapped for c in copies),
-            roots=tuple(roots),
-        )
+        created = tuple(c for copies in outcome.mapped for c in copies)
+        self.lifecycle.append(LifecycleEvent(ordinal, seq, frozenset(created), None, create=True))
+        self.pending[op] = _Op(keys=tuple(keys), creates=created, roots=tuple(roots))
 
     # -- floors and other ops ------------------------------------------------------------
 

@@ -415,7 +415,7 @@ class StageMachine(RuleBasedStateMachine):
             self._settle(model.pending_touching(prims))
         self.uid += 1
         payload = _payload(self.uid, rows, attr, dtype)
-        errors = model.write_errors(attr.name, schema, ordinal, plan, insert)
+        enqueue_errors, run_errors = model.write_errors(attr.name, schema, ordinal, plan, insert)
         op = self.stage.write_attribute(
             ref.query,
             attr.name,
@@ -429,8 +429,20 @@ class StageMachine(RuleBasedStateMachine):
             mask=mask,
         )
         event(f"write {mode}: " + (ErrorCode(op.status).name if not op.ok else "accepted"))
-        if errors:
-            self._expect_rejected(op, errors)
+        if enqueue_errors:
+            self._expect_rejected(op, enqueue_errors | run_errors)
+            return
+        if run_errors and not op.ok:
+            # Known at enqueue when nothing pending could change it (ordinal conflicts of
+            # writes are always reported by the op).
+            self._expect_rejected(op, run_errors - {ErrorCode.WRITE_FLOOR_VIOLATION})
+            return
+        if run_errors:
+            self._track(op)
+            model.accept_other(op.op_id, fails=run_errors)
+            event("write refused when it runs")
+            if insert:
+                self._finish(op.op_id)
             return
         assert plan is not None
         if schema != attr.schema() and plan.targets:
@@ -468,6 +480,12 @@ class StageMachine(RuleBasedStateMachine):
         errors = self.model.delete_errors(ref.paths, names, ordinal)
         op = self.stage.delete_attributes(ref.query, names, ordinal)
         event(("delete attributes: " if names else "delete prims: ") + ErrorCode(op.status).name)
+        if errors and op.ok:
+            # Nothing is pending, so the refusal is known at enqueue; either channel is fine.
+            self._track(op)
+            self.model.accept_other(op.op_id, fails=errors)
+            self._finish(op.op_id)
+            return
         if errors:
             self._expect_rejected(op, errors)
             return
@@ -546,7 +564,7 @@ class StageMachine(RuleBasedStateMachine):
             event("map rejected: WRITE_FLOOR_VIOLATION")
             return
         assert mapped.op is not None
-        setup = self.model.plan_map(attr.name, schema, ref.paths, insert, attr.zero)
+        setup = self.model.plan_map(attr.name, schema, ordinal, ref.paths, insert, attr.zero)
         self._track(mapped.op)
         self.model.accept_other(mapped.op.op_id, fails=setup.errors, locked=ref.paths)
         self.sessions.append(
@@ -616,9 +634,10 @@ class StageMachine(RuleBasedStateMachine):
         errors = set(session.setup.errors)
         if not errors and not session.committed:
             assert session.setup.schema is not None
-            errors = model.write_errors(
+            enqueue_errors, run_errors = model.write_errors(
                 session.attr.name, session.setup.schema, session.ordinal, plan, session.insert
             )
+            errors = enqueue_errors | run_errors  # a commit is refused by its op
         if final and session.commit_errors:
             errors = set(session.commit_errors)  # terminal: the remembered failure
         if final:

@@ -332,7 +332,8 @@ def test_pipelined_writes_at_increasing_ordinals_end_with_the_highest(
 def test_pipelined_writes_at_decreasing_ordinals_keep_the_highest(
     stage, make_query, read_values
 ) -> None:
-    # docs/architecture.md, "Ops and their order": last writer wins by ordinal, not by submission.
+    # The 0.3.0 default policy (NONDECREASING) refuses each write below the one submitted
+    # before it, whichever runs first: the highest stays, the others fail when they run.
     query = make_query(ABC)
     ops = [
         stage.write_attribute(query, "t", o, np.full(3, o, np.int64), is_array=False)
@@ -340,8 +341,12 @@ def test_pipelined_writes_at_decreasing_ordinals_keep_the_highest(
     ]
     stage.advance_write_floor(32).wait()
     assert read_values(query, "t", 32) == {"/A": 32, "/B": 32, "/C": 32}
-    for op in ops:
-        op.wait()
+    ops[0].wait()
+    for op in ops[1:]:
+        with pytest.raises(OvstageError) as exc:
+            op.wait()
+        assert exc.value.code == ErrorCode.OP_FAILED
+        assert "write_attribute: ordinal conflict" in exc.value.message
 
 
 def test_same_ordinal_writes_apply_in_submission_order(stage, make_query, read_values) -> None:

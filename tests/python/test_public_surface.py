@@ -37,6 +37,8 @@ SPEC_ALL = [
     "ErrorCode",
     "FilterOp",
     "PrimMode",
+    "AttributeMode",  # 0.3.0
+    "OrdinalAdmissionPolicy",  # 0.3.0
     "AttributeSemantic",
     "HierarchyRelation",
     "HierarchyComputationModel",

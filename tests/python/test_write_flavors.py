@@ -93,16 +93,36 @@ def test_batch_attribute_by_token_and_by_name(stage, abc, paths) -> None:
 
 
 @pytest.mark.parametrize("second", ["x", "token"])
-def test_batch_naming_an_attribute_twice_is_rejected(stage, abc, paths, second) -> None:
+def test_batch_writing_a_cell_twice_is_rejected(stage, abc, paths, second) -> None:
+    # 0.3.0: one attribute may appear twice, but not for the same prim.
     other = paths.intern_token("x") if second == "token" else "x"
     op = stage.write_attributes(
         abc,
         [WriteDesc("x", np.full(3, 9, F32), False), WriteDesc(other, np.full(3, 8, F32), False)],
         2,
     )
-    assert_rejected(op, ErrorCode.INVALID_ARGUMENT, "writes[0]", "writes[1]", '"x"')
+    assert_rejected(
+        op,
+        ErrorCode.INVALID_ARGUMENT,
+        "repeated concrete write target for prim '/A' and canonical attribute 'x'",
+        "writes[0]",
+        "writes[1]",
+    )
     stage.advance_write_floor(2).wait()
     _unchanged(stage, abc)
+
+
+def test_batch_may_name_an_attribute_twice_over_disjoint_prims(stage, abc) -> None:
+    stage.write_attributes(
+        abc,
+        [
+            WriteDesc("x", np.array([10, 0, 0], F32), False, mask=[0b001], count=3),
+            WriteDesc("x", np.array([0, 20, 0], F32), False, mask=[0b010], count=3),
+        ],
+        2,
+    ).wait()
+    stage.advance_write_floor(2).wait()
+    assert latest(stage, abc, "x", 2) == {"/A": 10.0, "/B": 20.0, "/C": 3.0}
 
 
 #: One malformed second entry per case; the valid first entry (x = 9) must not be written.
@@ -170,8 +190,12 @@ def test_batch_at_or_below_the_floor_is_rejected(stage, abc) -> None:
     _unchanged(stage, abc)
 
 
-def test_empty_batch_is_rejected(stage, abc) -> None:
-    assert_rejected(stage.write_attributes(abc, [], 2), ErrorCode.INVALID_ARGUMENT)
+def test_empty_batch_is_accepted(stage, abc) -> None:
+    op = stage.write_attributes(abc, [], 2)  # 0.3.0: accepted, and writes nothing
+    assert op.ok
+    op.wait()
+    stage.advance_write_floor(2).wait()
+    _unchanged(stage, abc)
 
 
 @pytest.mark.parametrize(
