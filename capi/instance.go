@@ -31,7 +31,6 @@ type instance struct {
 	mu           sync.Mutex
 	queryResults abi.Results
 	hierResults  abi.Results
-	clones       map[uint64]*cloneRecord
 	mapGroups    map[uintptr]mapGroupRef
 	// managed counts writes whose managed tensors are released once their op completes;
 	// destroy waits for them, so every deleter has run when destroy returns.
@@ -98,8 +97,7 @@ func ovsgo_create_instance(desc unsafe.Pointer, out unsafe.Pointer) (code C.int)
 
 func newInstance(name string) (in *instance, err error) {
 	capture := lifecycle.Global().AcquireInstance()
-	in = &instance{capture: capture,
-		clones: map[uint64]*cloneRecord{}, mapGroups: map[uintptr]mapGroupRef{}}
+	in = &instance{capture: capture, mapGroups: map[uintptr]mapGroupRef{}}
 	defer func() {
 		if err != nil {
 			in.freeBlocks()

@@ -15,6 +15,7 @@ import numpy as np
 from . import _fastpath, _lib
 from ._abi import (
     AttributeWrite,
+    CloneResultRaw,
     CudaSync,
     FilterRaw,
     MapDesc,
@@ -29,6 +30,7 @@ from ._abi import (
     WriteFloorDesc,
     ovx_string,
 )
+from ._clone import CloneOperation, CloneResult
 from ._config import StageConfig, process_config
 from ._cuda import parse_device
 from ._dlpack import DLDataType, DLDevice, DLTensor, make_dltensor, private_dltensor
@@ -262,17 +264,24 @@ class Stage(_HierarchyMixin):
         with contextlib.suppress(Exception):
             self.destroy()
 
-    def _rejected(self, exc: OvstageError) -> Operation:
-        return Operation(self, exc.code, 0, message=exc.message)
+    def _rejected(self, exc: OvstageError, kind: type[Operation] = Operation) -> Operation:
+        return kind(self, exc.code, 0, message=exc.message)
 
-    def _enqueue(self, what: str, fn: Any, *args: Any) -> Operation:
+    def _enqueue(
+        self,
+        what: str,
+        fn: Any,
+        *args: Any,
+        kind: type[Operation] = Operation,
+    ) -> Operation:
         """Call an enqueue function: a use after destroy raises, an engine rejection is
-        returned as a rejected Operation (its ``wait()`` raises)."""
+        returned as a rejected Operation (its ``wait()`` raises). ``kind`` is the Operation
+        class to return (``CloneOperation`` for clones)."""
         sid = self._require_live(what)
         try:
-            return Operation._accepted(self, call(fn, sid, *args))
+            return kind._accepted(self, call(fn, sid, *args))
         except OvstageError as exc:
-            return self._rejected(exc)
+            return self._rejected(exc, kind)
 
     # -- ops ------------------------------------------------------------------------------
 
@@ -638,9 +647,13 @@ class Stage(_HierarchyMixin):
 
     # -- clone --------------------------------------------------------------------------
 
-    def clone_async(self, source_path: str, target_paths: Sequence[str], ordinal: int) -> Operation:
+    def clone_async(
+        self, source_path: str, target_paths: Sequence[str], ordinal: int
+    ) -> CloneOperation:
         """Enqueue a copy of ``source_path``'s subtree to every target (one mutation at
-        ``ordinal``). A missing source or an existing target fails the op; nothing is cloned."""
+        ``ordinal``); ``target_paths`` may be empty (the clone then only checks admission).
+        Below an absent target root, prims that exist are merged into. A missing source, an
+        existing target root or a merge conflict fails the op, and nothing is cloned."""
         source = as_str(source_path, "source_path")
         if isinstance(target_paths, str):
             raise TypeError("target_paths must be a sequence of str, not a single str")
@@ -654,22 +667,65 @@ class Stage(_HierarchyMixin):
         for name, text in named:
             problem = string_problem(text, "Path")
             if problem is not None:
-                return Operation(self, ErrorCode.INVALID_ARGUMENT, 0, message=f"{name}: {problem}")
+                return CloneOperation(
+                    self, ErrorCode.INVALID_ARGUMENT, 0, message=f"{name}: {problem}"
+                )
         source_c = ovx_string(source.encode("utf-8"))
         targets = [t.encode("utf-8") for t in texts]
         targets_c = (OvxString * max(1, len(targets)))(*(ovx_string(t) for t in targets))
-        return self._enqueue(
+        op = self._enqueue(
             "clone",
             native.Clone,
             ctypes.addressof(source_c),
-            ctypes.addressof(targets_c),
+            ctypes.addressof(targets_c) if targets else 0,
             len(targets),
             ordinal,
+            kind=CloneOperation,
         )
+        assert isinstance(op, CloneOperation)
+        return op
 
-    def clone(self, source_path: str, target_paths: Sequence[str], ordinal: int) -> None:
-        """Clone and wait (raises OvstageError on failure)."""
-        self.clone_async(source_path, target_paths, ordinal).wait()
+    def clone(self, source_path: str, target_paths: Sequence[str], ordinal: int) -> CloneResult:
+        """Clone, wait and return the report (raises OvstageError on failure: ``OP_FAILED``
+        with the clone's message)."""
+        return self.clone_async(source_path, target_paths, ordinal).wait().result()
+
+    def fetch_clone_result(
+        self, op_or_id: CloneOperation | int, timeout: int = TIMEOUT_INFINITE
+    ) -> CloneResult:
+        """The report of a clone op that is still tracked (waits up to ``timeout`` ns).
+
+        Raises ``OvstageError`` with the clone's own code when it failed (``NOT_FOUND``,
+        ``PRIM_NOT_FOUND``, ``WRITE_FLOOR_VIOLATION``, ``OP_FAILED`` ...), ``TIMEOUT`` while it
+        is pending (it stays waitable), ``INVALID_HANDLE`` for an id that is no tracked clone
+        op (a ``CloneOperation`` is released by its ``wait()``; its ``result()`` keeps the
+        report)."""
+        if isinstance(op_or_id, CloneOperation):
+            op_id = op_or_id._op_id
+        elif isinstance(op_or_id, Operation):
+            raise TypeError(
+                f"op_or_id must be a CloneOperation or an op id, got {type(op_or_id).__name__}"
+            )
+        else:
+            op_id = as_uint64(op_or_id, "op_or_id")
+        timeout_ns = as_timeout(timeout)
+        sid = self._require_live("fetch_clone_result")
+        raw = CloneResultRaw()
+        addr = ctypes.addressof(raw)
+        try:
+            call(native.FetchCloneResult, sid, op_id, 0, addr)
+        except OvstageError as exc:
+            if exc.code != ErrorCode.TIMEOUT or timeout_ns == 0:
+                raise
+            # Wait in interruptible slices, then fetch (TIMEOUT again once the deadline passed).
+            wait_sliced(lambda ns: call(native.WaitOp, sid, op_id, ns), timeout_ns, _op_finished)
+            call(native.FetchCloneResult, sid, op_id, 0, addr)
+        return CloneResult(
+            int(raw.prims_cloned),
+            int(raw.target_count),
+            int(raw.source_prim_count),
+            int(raw.ordinal),
+        )
 
     # -- map / unmap ----------------------------------------------------------------------
 
