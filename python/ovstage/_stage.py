@@ -787,55 +787,66 @@ class Stage(_HierarchyMixin):
             0 if sizes is None else len(sizes),
         )
 
-    def fetch_map_next(self, map: Map | int, timeout: int = TIMEOUT_INFINITE) -> MapGroup | None:
+    def fetch_map_next(
+        self, mapping: Map | int, timeout: int = TIMEOUT_INFINITE
+    ) -> MapGroup | None:
         """The session's next writable group, or None after the last."""
-        mh = _handle_of(map, Map, "map")
+        mh = _handle_of(mapping, Map, "mapping")
         fetched = self._fetch_next("fetch_map_next", native.FetchMapNext, "map", mh, timeout)
         if fetched is None:
             return None
         addr, group_id = fetched.split(" ")
         group = MapGroup._from_native(int(addr), int(group_id), self)
-        if isinstance(map, Map):
-            map._groups.append(group)
+        if isinstance(mapping, Map):
+            mapping._groups.append(group)
         return group
 
     def unmap_group(
         self,
-        map: Map | int,
+        mapping: Map | int,
         group: MapGroup,
         cuda_event: int | None = None,
         cuda_stream: int | None = None,
     ) -> Operation:
-        """Enqueue the commit of one fetched group at the session's ordinal."""
-        mh = _handle_of(map, Map, "map")
+        """Enqueue the commit of one fetched group at the session's ordinal.
+
+        The commit checks again what a write checks (prim mode, layout, floors); when it fails
+        while executing, the session becomes terminal: nothing more of it commits, and the
+        final ``unmap_attribute`` returns that failure. ``cuda_event``/``cuda_stream`` are the
+        write-done sync of GPU sessions: on a host session a non-zero one fails the commit
+        when it executes (``OP_FAILED``). The group is unusable once the commit is accepted.
+        """
+        mh = _handle_of(mapping, Map, "mapping")
         if not isinstance(group, MapGroup):
             raise TypeError(f"group must be a MapGroup, got {type(group).__name__}")
-        rejection = _cuda_rejection(cuda_event, cuda_stream, "unmaps (map groups are host memory)")
+        stream, event = _unmap_sync(cuda_event, cuda_stream)
         gid = group._group_id()
-        if rejection is not None:
-            return Operation(self, *rejection)
-        op = self._enqueue("unmap_group", native.UnmapGroup, mh, gid)
-        if op.ok:
-            group._mark_released()
+        group._mark_released()  # before the call: no other thread uses it from now on
+        op = self._enqueue("unmap_group", native.UnmapGroup, mh, gid, stream, event)
+        if not op.ok:
+            group._released = False  # a rejected commit leaves the group usable
         return op
 
     def unmap_attribute(
         self,
-        map: Map | int,
+        mapping: Map | int,
         cuda_event: int | None = None,
         cuda_stream: int | None = None,
     ) -> Operation:
-        """Enqueue the commit of every remaining group; the session ends."""
-        mh = _handle_of(map, Map, "map")
-        rejection = _cuda_rejection(cuda_event, cuda_stream, "unmaps (map groups are host memory)")
-        if rejection is not None:
-            self._require_live("unmap_attribute")
-            return Operation(self, *rejection)
-        op = self._enqueue("unmap_attribute", native.UnmapAttribute, mh)
-        if op.ok and isinstance(map, Map):
-            map._released = True
-            map._drop_op()
-            for group in map._groups:
+        """Enqueue the commit of every group no ``unmap_group`` committed, and end the session.
+
+        Once accepted it consumes the handle, even when it then fails; a terminal session
+        closes with its remembered failure and writes nothing. With nothing left to commit it
+        only closes the session (the sync is not looked at); otherwise ``cuda_event``/
+        ``cuda_stream`` behave as in :meth:`unmap_group`.
+        """
+        mh = _handle_of(mapping, Map, "mapping")
+        stream, event = _unmap_sync(cuda_event, cuda_stream)
+        op = self._enqueue("unmap_attribute", native.UnmapAttribute, mh, stream, event)
+        if op.ok and isinstance(mapping, Map):
+            mapping._released = True
+            mapping._drop_op()
+            for group in mapping._groups:
                 group._mark_released()
         return op
 
@@ -1062,11 +1073,18 @@ def _sparsity(
     return n or 0, imap, words
 
 
+def _unmap_sync(cuda_event: Any, cuda_stream: Any) -> tuple[int, int]:
+    """An unmap's write-done sync ``(stream, event)``: each ``None`` or a uint64."""
+    event = 0 if cuda_event is None else as_uint64(cuda_event, "cuda_event")
+    stream = 0 if cuda_stream is None else as_uint64(cuda_stream, "cuda_stream")
+    return stream, event
+
+
 def _cuda_rejection(
     cuda_event: Any, cuda_stream: Any, where: str = "write_attributes batches"
 ) -> tuple[int, int, Any, str] | None:
-    """Non-zero CUDA synchronization arguments where they are not honoured yet (batch entries,
-    unmaps: map groups are host memory) are rejected; ``write_attribute`` honours them."""
+    """Non-zero CUDA synchronization arguments where they are not honoured yet (batch
+    entries) are rejected; ``write_attribute`` honours them."""
     for name, value in (("cuda_event", cuda_event), ("cuda_stream", cuda_stream)):
         if value is not None and as_uint64(value, name) != 0:
             message = (

@@ -1618,9 +1618,6 @@ static void test_map_sessions(void)
         buf[2] = 30;
     }
     CHECK_STATUS(ovstage_fetch_map_next(s.inst, m, 0, &copy), OVSTAGE_ERROR_END_OF_ITERATION);
-    /* A CUDA completion sync is refused for a host session; the group stays usable. */
-    CHECK_REJECTED(ovstage_unmap_group(s.inst, m, &g, some), OVSTAGE_ERROR_NOT_SUPPORTED);
-    CHECK_LAST_ERROR("write_done_sync");
     {
         ovstage_map_group_t forged;
         memset(&forged, 0, sizeof forged);
@@ -1629,8 +1626,8 @@ static void test_map_sessions(void)
     copy = g; /* a copy of the struct names the same group */
     WAIT_OK(&s, ovstage_unmap_group(s.inst, m, &copy, none));
     CHECK_REJECTED(ovstage_unmap_group(s.inst, m, &g, none), OVSTAGE_ERROR_INVALID_HANDLE);
-    CHECK_REJECTED(ovstage_unmap_attribute(s.inst, m, some), OVSTAGE_ERROR_NOT_SUPPORTED);
-    WAIT_OK(&s, ovstage_unmap_attribute(s.inst, m, none));
+    /* Nothing is left to commit: the final unmap only closes, and never looks at the sync. */
+    WAIT_OK(&s, ovstage_unmap_attribute(s.inst, m, some));
     CHECK_REJECTED(ovstage_unmap_attribute(s.inst, m, none), OVSTAGE_ERROR_INVALID_HANDLE);
     seal(&s, 2);
     CHECK(read_f32(&s, q, x, got, 3) == 1);
@@ -1654,6 +1651,80 @@ static void test_map_sessions(void)
         WAIT_OK(&s, e);
         WAIT_OK(&s, ovstage_unmap_attribute(s.inst, m, none));
     }
+
+    release_query(&s, q);
+    release_list(&s, list);
+    destroy_stage(&s);
+}
+
+/* An accepted enqueue whose op fails: wait_op is OP_FAILED, the op's text mentions needle. */
+#define WAIT_FAILS(s, result, needle)                                                          \
+    do {                                                                                       \
+        ovstage_enqueue_result_t e_ = (result);                                                \
+        ovstage_op_wait_result_t w_;                                                           \
+        CHECK_STATUS(e_.status, OVSTAGE_OK);                                                   \
+        if (e_.status == OVSTAGE_OK) {                                                         \
+            ovx_string_t t_;                                                                   \
+            CHECK_STATUS(ovstage_wait_op((s)->inst, e_.op_index, OVSTAGE_TIMEOUT_INFINITE, &w_), \
+                         OVSTAGE_ERROR_OP_FAILED);                                             \
+            t_ = ovstage_get_last_op_error((s)->inst, e_.op_index);                            \
+            CHECK(t_.ptr != NULL && strstr(t_.ptr, (needle)) != NULL);                         \
+            CHECK_STATUS(ovstage_release_op((s)->inst, e_.op_index), OVSTAGE_OK);              \
+        }                                                                                      \
+    } while (0)
+
+/* Map sessions: commits re-validate; a commit that fails while executing makes the session
+ * terminal, and the final unmap then reports that failure, writes nothing and consumes the
+ * handle. A non-zero write_done_sync is accepted and fails a host session's commit. */
+static void test_map_session_terminal_failures(void)
+{
+    stage_t s = new_stage("map terminal");
+    ovx_primpath_list_t list = list_of(&s, ABC, 3);
+    ovstage_query_handle_t q = query_of(&s, list);
+    ovx_token_t x = token(&s, "x");
+    float v[3] = {1, 2, 3}, got[3];
+    ovstage_map_desc_t md;
+    ovstage_map_handle_t m = 0;
+    ovstage_map_group_t g;
+    ovstage_cuda_sync_t none = {0, 0}, stream = {1, 0}, event = {0, 0x1234};
+
+    WAIT_OK(&s, write_f32(&s, q, "x", 1, v, 3));
+    seal(&s, 1);
+    memset(&md, 0, sizeof md);
+    md.attribute = by_token(x);
+
+    /* A commit with a CUDA sync on a host session fails when it executes: terminal. */
+    WAIT_OK(&s, ovstage_map_attribute(s.inst, q, &md, 2, NULL, 0, &m));
+    CHECK_STATUS(ovstage_fetch_map_next(s.inst, m, OVSTAGE_TIMEOUT_INFINITE, &g), OVSTAGE_OK);
+    if (g.data.tensor_count == 1) {
+        ((float*)g.data.tensors[0].data)[0] = 99;
+    }
+    WAIT_FAILS(&s, ovstage_unmap_group(s.inst, m, &g, stream), "CUDA completion sync");
+    WAIT_FAILS(&s, ovstage_unmap_attribute(s.inst, m, none), "CUDA completion sync");
+    CHECK_REJECTED(ovstage_unmap_attribute(s.inst, m, none), OVSTAGE_ERROR_INVALID_HANDLE);
+
+    /* A final unmap with a group still to commit and a sync fails and consumes the handle. */
+    WAIT_OK(&s, ovstage_map_attribute(s.inst, q, &md, 2, NULL, 0, &m));
+    CHECK_STATUS(ovstage_fetch_map_next(s.inst, m, OVSTAGE_TIMEOUT_INFINITE, &g), OVSTAGE_OK);
+    WAIT_FAILS(&s, ovstage_unmap_attribute(s.inst, m, event), "CUDA completion sync");
+    CHECK_REJECTED(ovstage_unmap_attribute(s.inst, m, none), OVSTAGE_ERROR_INVALID_HANDLE);
+
+    /* The floor passed the session ordinal before the commit: the commit fails (terminal). */
+    WAIT_OK(&s, ovstage_map_attribute(s.inst, q, &md, 3, NULL, 0, &m));
+    CHECK_STATUS(ovstage_fetch_map_next(s.inst, m, OVSTAGE_TIMEOUT_INFINITE, &g), OVSTAGE_OK);
+    if (g.data.tensor_count == 1) {
+        ((float*)g.data.tensors[0].data)[1] = 77;
+    }
+    seal(&s, 3);
+    WAIT_FAILS(&s, ovstage_unmap_group(s.inst, m, &g, none), "floor");
+    WAIT_FAILS(&s, ovstage_unmap_attribute(s.inst, m, none), "floor");
+    CHECK_REJECTED(ovstage_unmap_attribute(s.inst, m, none), OVSTAGE_ERROR_INVALID_HANDLE);
+
+    /* None of the failed commits wrote anything. */
+    CHECK(read_f32(&s, q, x, got, 3) == 1);
+    CHECK(got[0] == 1 && got[1] == 2 && got[2] == 3);
+    /* Unmapping handle 0 (what a rejected setup leaves) is INVALID_ARGUMENT. */
+    CHECK_REJECTED(ovstage_unmap_attribute(s.inst, 0, none), OVSTAGE_ERROR_INVALID_ARGUMENT);
 
     release_query(&s, q);
     release_list(&s, list);
@@ -2341,6 +2412,7 @@ int main(void)
     run_test("floors_and_ordinal_queries", test_floors_and_ordinal_queries);
     run_test("delete_attributes", test_delete_attributes);
     run_test("map_sessions", test_map_sessions);
+    run_test("map_session_terminal_failures", test_map_session_terminal_failures);
     run_test("clone_and_report", test_clone_and_report);
     run_test("hierarchy", test_hierarchy);
     run_test("logging", test_logging);
