@@ -1769,6 +1769,52 @@ static void test_clone_and_report(void)
                  OVSTAGE_ERROR_NOT_FOUND);
     CHECK_STATUS(ovstage_release_op(s.inst, e.op_index), OVSTAGE_OK);
 
+    /* Zero targets (NULL, 0) only check admission; the report still counts the source. */
+    e = ovstage_clone(s.inst, str("/Src"), NULL, 0, 5);
+    CHECK_STATUS(e.status, OVSTAGE_OK);
+    CHECK_STATUS(ovstage_fetch_clone_result(s.inst, e.op_index, OVSTAGE_TIMEOUT_INFINITE, &cr), OVSTAGE_OK);
+    CHECK(cr.ordinal == 5 && cr.target_count == 0 && cr.source_prim_count == 2 && cr.prims_cloned == 0);
+    CHECK_STATUS(ovstage_release_op(s.inst, e.op_index), OVSTAGE_OK);
+
+    /* The report is the engine's, fixed when the clone completed: deleting a cloned prim
+     * before the first fetch does not change it. */
+    targets[0] = str("/T3");
+    e = ovstage_clone(s.inst, str("/Src"), targets, 1, 6);
+    CHECK_STATUS(ovstage_wait_op(s.inst, e.op_index, OVSTAGE_TIMEOUT_INFINITE, &w), OVSTAGE_OK);
+    {
+        const char* const child[1] = {"/T3/Child"};
+        ovx_primpath_list_t cl = list_of(&s, child, 1);
+        ovstage_query_handle_t cq = query_of(&s, cl);
+        WAIT_OK(&s, ovstage_delete_attributes(s.inst, cq, NULL, 0, 7));
+        release_query(&s, cq);
+        release_list(&s, cl);
+    }
+    CHECK_STATUS(ovstage_fetch_clone_result(s.inst, e.op_index, 0, &cr), OVSTAGE_OK);
+    CHECK(cr.ordinal == 6 && cr.target_count == 1 && cr.source_prim_count == 2 && cr.prims_cloned == 2);
+    CHECK_STATUS(ovstage_release_op(s.inst, e.op_index), OVSTAGE_OK);
+
+    /* A pending clone: TIMEOUT, and the op stays waitable. */
+    {
+        const test_hooks_t* h = hooks(&s);
+        if (h != NULL) {
+            h->write_gate_reset();
+            h->write_gate_enable();
+            targets[0] = str("/T4");
+            e = ovstage_clone(s.inst, str("/Src"), targets, 1, 8);
+            CHECK_STATUS(e.status, OVSTAGE_OK);
+            h->write_gate_wait_until_entered();
+            CHECK_STATUS(ovstage_fetch_clone_result(s.inst, e.op_index, 0, &cr), OVSTAGE_ERROR_TIMEOUT);
+            CHECK_STATUS(ovstage_fetch_clone_result(s.inst, e.op_index, 1000000, &cr), OVSTAGE_ERROR_TIMEOUT);
+            CHECK(cr.ordinal == 0 && cr.target_count == 0);
+            h->write_gate_release();
+            CHECK_STATUS(ovstage_fetch_clone_result(s.inst, e.op_index, OVSTAGE_TIMEOUT_INFINITE, &cr), OVSTAGE_OK);
+            CHECK(cr.ordinal == 8 && cr.prims_cloned == 2);
+            CHECK_STATUS(ovstage_wait_op(s.inst, e.op_index, OVSTAGE_TIMEOUT_INFINITE, &w), OVSTAGE_OK);
+            CHECK_STATUS(ovstage_release_op(s.inst, e.op_index), OVSTAGE_OK);
+            h->write_gate_reset();
+        }
+    }
+
     /* Synchronous rejections and bad arguments. */
     targets[1] = str("/T9");
     targets[0] = str("/T9");
