@@ -112,7 +112,9 @@ func newInstance(name string) (in *instance, err error) {
 		return nil, err
 	}
 	in.nModels = len(models)
-	in.stage = core.NewStage(name, core.Config{})
+	// The engine resolves RUNTIME_DEFAULT (compute_hierarchy, floor advances) to the model the
+	// instance captured.
+	in.stage = core.NewStage(name, core.Config{HierarchyModel: int32(capture.Settings.HierarchyModel)})
 	in.id = in.stage.ID
 	in.bundle = C.ovs_new_instance_bundle(C.uintptr_t(in.id))
 	in.dict = C.ovs_new_dictionary_bundle(C.uintptr_t(in.id))

@@ -8,10 +8,11 @@ import (
 	"github.com/ovstage-go/ovstage/core/pathdict"
 )
 
-// CreateStage creates a stage; workers <= 0 uses one worker per CPU.
-func CreateStage(name string, workers int) (uint64, error) {
+// CreateStage creates a stage; workers <= 0 uses one worker per CPU. hierarchyModel is the
+// model RUNTIME_DEFAULT resolves to (compute_hierarchy, floor advances); 0 or 4: CPU_INCREMENTAL.
+func CreateStage(name string, workers int, hierarchyModel int32) (uint64, error) {
 	return call(func() (uint64, error) {
-		return core.NewStage(name, core.Config{Workers: workers}).ID, nil
+		return core.NewStage(name, core.Config{Workers: workers, HierarchyModel: hierarchyModel}).ID, nil
 	})
 }
 

@@ -203,15 +203,16 @@ class Stage(_HierarchyMixin):
             process_config.acquire(config)
             self._config_ref = True
             workers = config.worker_count()
+        #: The runtime-default hierarchy model captured at creation: what ``RUNTIME_DEFAULT``
+        #: names in ``compute_hierarchy`` and what a floor advance runs (the engine resolves it).
+        self.hierarchy_model: int = process_config.default_model()
         try:
-            self._id = call(native.CreateStage, name or "", workers)
+            self._id = call(native.CreateStage, name or "", workers, self.hierarchy_model)
         except BaseException:
             self._drop_config_ref()
             raise
         self.name = name
         self.config = config
-        #: The runtime-default hierarchy model captured at creation (spec §3.1).
-        self.hierarchy_model: int = process_config.default_model()
         self._destroyed = False
 
     # -- lifecycle ------------------------------------------------------------------------

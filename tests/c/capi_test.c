@@ -1910,6 +1910,140 @@ static void test_hierarchy(void)
     destroy_stage(&s);
 }
 
+/* Writes one 4x4 float64 matrix per prim (row-major, translation (x, 0, 0) in element 12). */
+static ovstage_enqueue_result_t write_matrices(stage_t* s, ovstage_query_handle_t q, const char* attr,
+                                               ovstage_ordinal_t ordinal, const double* tx, int64_t rows)
+{
+    double m[2][16];
+    int64_t shape[1] = {rows};
+    DLTensor t;
+    int64_t r;
+    int k;
+    for (r = 0; r < rows && r < 2; ++r) {
+        for (k = 0; k < 16; ++k) {
+            m[r][k] = (k % 5 == 0) ? 1.0 : 0.0;
+        }
+        m[r][12] = tx[r];
+    }
+    memset(&t, 0, sizeof t);
+    t.data = m;
+    t.device.device_type = kDLCPU;
+    t.ndim = 1;
+    t.dtype.code = kDLFloat;
+    t.dtype.bits = 64;
+    t.dtype.lanes = 16;
+    t.shape = shape;
+    return ovstage_write_attribute(s->inst, q, named(attr), ordinal, data_of(&t, 1), OVSTAGE_PRIM_MODE_UPSERT);
+}
+
+/* The translation x (element 12) of the first prim's world matrix in a read of rng; *rows is the
+ * number of prims the read returned. */
+static double world_x(stage_t* s, ovstage_query_handle_t q, ovx_token_t world, ovstage_ordinal_range_t rng,
+                      uint32_t* rows)
+{
+    ovstage_read_handle_t r = 0;
+    ovstage_read_group_t g;
+    double x = -1;
+    ovstage_enqueue_result_t e = ovstage_read_attributes(s->inst, q, &world, 1, rng, &r);
+    *rows = 0;
+    CHECK_STATUS(e.status, OVSTAGE_OK);
+    if (e.status != OVSTAGE_OK) {
+        return x;
+    }
+    while (ovstage_fetch_read_next(s->inst, r, OVSTAGE_TIMEOUT_INFINITE, &g) == OVSTAGE_OK) {
+        if (!g.is_delete && g.data.tensor_count == 1 && g.prims.count > 0) {
+            const DLTensor* t = &g.data.tensors[0];
+            x = ((const double*)((const char*)t->data + t->byte_offset))[12];
+            *rows += g.prims.count;
+        }
+        CHECK_STATUS(ovstage_release_group(s->inst, &g), OVSTAGE_OK);
+    }
+    WAIT_OK(s, ovstage_release_read(s->inst, r));
+    WAIT_OK(s, e);
+    return x;
+}
+
+/* The runtime-default model the instance captured is what RUNTIME_DEFAULT and a floor advance
+ * run; a sealed output ordinal is accepted; get_hierarchy echoes its ordinal. */
+static void test_hierarchy_models_and_automatic_computation(void)
+{
+    const char* const w[1] = {"/W"};
+    const char* const four[4] = {"cpu-incremental", "gpu-incremental", "gpu-global", "runtime-default"};
+    const ovstage_hierarchy_computation_model_desc_t* models = NULL;
+    size_t nmodels = 0, i;
+    ovstage_config_entry_t entry;
+    ovstage_config_t cfg;
+    ovstage_hierarchy_handle_t h = 0;
+    ovstage_hierarchy_result_t res;
+    ovstage_enqueue_result_t e;
+    double one = 1, five = 5, seven = 7;
+    uint32_t rows = 0;
+    stage_t s = new_stage("hierarchy models");
+    ovx_primpath_list_t list = list_of(&s, w, 1);
+    ovstage_query_handle_t q = query_of(&s, list);
+    ovx_token_t world = token(&s, "omni:fabric:worldMatrix");
+
+    CHECK_STATUS(ovstage_get_hierarchy_computation_models(s.inst, &models, &nmodels), OVSTAGE_OK);
+    CHECK(nmodels == 4);
+    for (i = 0; i < nmodels && i < 4; ++i) {
+        CHECK(models[i].model_id == (ovstage_hierarchy_computation_model_id_t)(i + 1));
+        CHECK(strcmp(models[i].name.ptr, four[i]) == 0);
+    }
+
+    /* The default model (CPU) runs on advance and records the rows it changes at the advance. */
+    WAIT_OK(&s, write_matrices(&s, q, "omni:xform", 1, &one, 1));
+    WAIT_OK(&s, write_matrices(&s, q, "omni:fabric:worldMatrix", 1, &seven, 1));
+    seal(&s, 1);
+    CHECK(world_x(&s, q, world, latest(1), &rows) == 1 && rows == 1);
+    WAIT_OK(&s, write_matrices(&s, q, "omni:xform", 2, &five, 1));
+    seal(&s, 2);
+    CHECK(world_x(&s, q, world, between(2, 2), &rows) == 5 && rows == 1);
+    /* A sealed output ordinal is accepted and folded in at once. */
+    WAIT_OK(&s, write_matrices(&s, q, "omni:xform", 3, &seven, 1));
+    WAIT_OK(&s, ovstage_compute_hierarchy(s.inst, OVSTAGE_HIERARCHY_COMPUTATION_MODEL_RUNTIME_DEFAULT, 3, 2));
+    CHECK(world_x(&s, q, world, latest(2), &rows) == 7 && rows == 1);
+
+    /* get_hierarchy: the ordinal selects nothing and comes back as given. */
+    e = ovstage_get_hierarchy(s.inst, list, 99, OVSTAGE_HIERARCHY_PARENT, &h);
+    WAIT_OK(&s, e);
+    CHECK_STATUS(ovstage_fetch_hierarchy_result(s.inst, h, &res), OVSTAGE_OK);
+    CHECK(res.ordinal == 99 && res.input_count == 1 && res.path_count == 0);
+    if (res.input_count == 1) {
+        CHECK(res.items[0].status == OVSTAGE_OK && res.items[0].path_count == 0); /* top level */
+    }
+    CHECK_STATUS(ovstage_release_hierarchy_result(s.inst, &res), OVSTAGE_OK);
+    WAIT_OK(&s, ovstage_release_hierarchy(s.inst, h));
+    release_query(&s, q);
+    release_list(&s, list);
+    destroy_stage(&s);
+
+    /* An instance created under a GPU runtime default (not in this build): RUNTIME_DEFAULT is
+     * NOT_SUPPORTED and the advance leaves the world matrices alone. */
+    entry = ovstage_config_entry_runtime_default_hierarchy_computation_model(
+        OVSTAGE_HIERARCHY_COMPUTATION_MODEL_GPU_GLOBAL);
+    cfg.entries = &entry;
+    cfg.entry_count = 1;
+    CHECK_STATUS(ovstage_initialize(&cfg), OVSTAGE_OK);
+    s = new_stage("gpu default");
+    list = list_of(&s, w, 1);
+    q = query_of(&s, list);
+    world = token(&s, "omni:fabric:worldMatrix");
+    WAIT_OK(&s, write_matrices(&s, q, "omni:xform", 1, &five, 1));
+    WAIT_OK(&s, write_matrices(&s, q, "omni:fabric:worldMatrix", 1, &seven, 1));
+    seal(&s, 1);
+    CHECK(world_x(&s, q, world, latest(1), &rows) == 7 && rows == 1);
+    CHECK_REJECTED(ovstage_compute_hierarchy(s.inst, OVSTAGE_HIERARCHY_COMPUTATION_MODEL_RUNTIME_DEFAULT, 1, 2),
+                   OVSTAGE_ERROR_NOT_SUPPORTED);
+    CHECK_LAST_ERROR("GPU_GLOBAL");
+    WAIT_OK(&s, ovstage_compute_hierarchy(s.inst, OVSTAGE_HIERARCHY_COMPUTATION_MODEL_CPU_INCREMENTAL, 1, 2));
+    seal(&s, 2);
+    CHECK(world_x(&s, q, world, latest(2), &rows) == 5 && rows == 1);
+    release_query(&s, q);
+    release_list(&s, list);
+    destroy_stage(&s);
+    CHECK_STATUS(ovstage_shutdown(), OVSTAGE_OK);
+}
+
 /* ---- logging ---------------------------------------------------------------------------- */
 
 typedef struct {
@@ -2461,6 +2595,7 @@ int main(void)
     run_test("map_session_terminal_failures", test_map_session_terminal_failures);
     run_test("clone_and_report", test_clone_and_report);
     run_test("hierarchy", test_hierarchy);
+    run_test("hierarchy_models_and_automatic_computation", test_hierarchy_models_and_automatic_computation);
     run_test("logging", test_logging);
     run_test("not_in_this_build", test_not_in_this_build);
     run_test("extensions_and_placement", test_extensions_and_placement);
