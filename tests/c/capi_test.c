@@ -1731,6 +1731,83 @@ static void test_map_session_terminal_failures(void)
     destroy_stage(&s);
 }
 
+/* Reserved names: recorded built-ins take their canonical kind only, derived ones are never
+ * written, mapped or deleted; the recorded ones can be deleted like any attribute. */
+static void test_reserved_attributes(void)
+{
+    stage_t s = new_stage("reserved");
+    ovx_primpath_list_t list = list_of(&s, ABC, 3);
+    ovstage_query_handle_t q = query_of(&s, list);
+    float f[3] = {1, 2, 3};
+    uint64_t types[3];
+    int64_t shape[1] = {3}, one[1] = {1};
+    DLTensor t, rows[3];
+    ovstage_write_data_t d;
+    ovstage_map_desc_t md;
+    ovstage_map_handle_t m = 7;
+    ovx_string_or_token_t prim_type = named("usd-prim-type");
+    int i;
+
+    types[0] = types[1] = types[2] = token(&s, "Xform");
+    memset(&t, 0, sizeof t);
+    t.data = f;
+    t.device.device_type = kDLCPU;
+    t.ndim = 1;
+    t.dtype.code = kDLFloat;
+    t.dtype.bits = 32;
+    t.dtype.lanes = 1;
+    t.shape = shape;
+    d = data_of(&t, 1);
+    CHECK_REJECTED(ovstage_write_attribute(s.inst, q, prim_type, 2, d, OVSTAGE_PRIM_MODE_UPSERT),
+                   OVSTAGE_ERROR_INVALID_ARGUMENT);
+    CHECK_LAST_ERROR("reserved attribute 'usd-prim-type' requires its canonical kind");
+    t.data = types;
+    t.dtype.code = kDLUInt;
+    t.dtype.bits = 64;
+    d.semantic = OVSTAGE_SEMANTIC_TOKEN_ID;
+    CHECK_REJECTED(ovstage_write_attribute(s.inst, q, prim_type, 2, d, OVSTAGE_PRIM_MODE_UPSERT),
+                   OVSTAGE_ERROR_INVALID_ARGUMENT);
+    CHECK_LAST_ERROR("semantic NONE");
+    d.semantic = OVSTAGE_SEMANTIC_NONE;
+    WAIT_OK(&s, ovstage_write_attribute(s.inst, q, prim_type, 2, d, OVSTAGE_PRIM_MODE_UPSERT));
+    /* usd-ancestor-types: one token-id array per prim. */
+    for (i = 0; i < 3; ++i) {
+        rows[i] = t;
+        rows[i].data = &types[i];
+        rows[i].shape = one;
+    }
+    d = data_of(rows, 3);
+    d.is_array = true;
+    WAIT_OK(&s, ovstage_write_attribute(s.inst, q, named("usd-ancestor-types"), 2, d, OVSTAGE_PRIM_MODE_UPSERT));
+    d.is_array = false;
+    CHECK_REJECTED(ovstage_write_attribute(s.inst, q, named("usd-schemas"), 2, data_of(&t, 1), OVSTAGE_PRIM_MODE_UPSERT),
+                   OVSTAGE_ERROR_INVALID_ARGUMENT);
+    CHECK_LAST_ERROR("is_array=true");
+
+    /* Maps follow the same rules. */
+    memset(&md, 0, sizeof md);
+    md.attribute = named("usd-children");
+    md.dtype = t.dtype;
+    CHECK_REJECTED(ovstage_map_attribute(s.inst, q, &md, 3, NULL, 0, &m), OVSTAGE_ERROR_NOT_SUPPORTED);
+    CHECK_LAST_ERROR("derived on demand");
+    CHECK(m == 0);
+    md.attribute = named("usd-schemas");
+    CHECK_REJECTED(ovstage_map_attribute(s.inst, q, &md, 3, NULL, 0, &m), OVSTAGE_ERROR_INVALID_ARGUMENT);
+    CHECK_LAST_ERROR("reserved attribute 'usd-schemas'");
+
+    /* Deletes: the recorded names like any attribute, the derived ones never. */
+    {
+        ovx_string_or_token_t del[1] = {named("usd-prim-type")};
+        WAIT_OK(&s, ovstage_delete_attributes(s.inst, q, del, 1, 3));
+        del[0] = named("usd-parent");
+        CHECK_REJECTED(ovstage_delete_attributes(s.inst, q, del, 1, 4), OVSTAGE_ERROR_NOT_SUPPORTED);
+    }
+
+    release_query(&s, q);
+    release_list(&s, list);
+    destroy_stage(&s);
+}
+
 /* ---- clone ------------------------------------------------------------------------------ */
 
 static void test_clone_and_report(void)
@@ -2593,6 +2670,7 @@ int main(void)
     run_test("delete_attributes", test_delete_attributes);
     run_test("map_sessions", test_map_sessions);
     run_test("map_session_terminal_failures", test_map_session_terminal_failures);
+    run_test("reserved_attributes", test_reserved_attributes);
     run_test("clone_and_report", test_clone_and_report);
     run_test("hierarchy", test_hierarchy);
     run_test("hierarchy_models_and_automatic_computation", test_hierarchy_models_and_automatic_computation);

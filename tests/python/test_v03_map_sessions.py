@@ -305,3 +305,43 @@ def test_exit_skips_a_rejected_setup(stage, abc) -> None:
             mapped.wait()
         assert info.value.code == ErrorCode.WRITE_FLOOR_VIOLATION
     assert latest(stage, abc, "mass", 1) == ORIGINAL
+
+
+# ---------------------------------------------------------------- reserved names
+
+
+@pytest.mark.parametrize("name", ["usd-path", "usd-parent", "usd-children", "usd-active"])
+def test_mapping_a_derived_built_in_is_not_supported(stage, abc, name) -> None:
+    mapped = stage.map_attribute(abc, name, 2, dtype=DLDataType(DLDataTypeCode.kDLUInt, 64, 1))
+    assert mapped.op.status == ErrorCode.NOT_SUPPORTED
+    assert f"built-in attribute '{name}' is derived on demand" in mapped.op.error_message()
+    assert mapped.handle == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "dtype", "sizes"),
+    [
+        ("usd-prim-type", FLOAT32, None),
+        ("usd-prim-type", DLDataType(DLDataTypeCode.kDLUInt, 64, 1), [1, 1, 1]),
+        ("usd-schemas", DLDataType(DLDataTypeCode.kDLUInt, 64, 1), None),
+        ("usd-ancestor-types", DLDataType(DLDataTypeCode.kDLUInt, 32, 1), [1, 1, 1]),
+    ],
+    ids=["prim type as float", "prim type as array", "schemas fixed", "ancestor types u32"],
+)
+def test_mapping_a_recorded_built_in_needs_its_canonical_kind(stage, abc, name, dtype, sizes):
+    mapped = stage.map_attribute(abc, name, 2, dtype=dtype, element_sizes=sizes)
+    assert mapped.op.status == ErrorCode.INVALID_ARGUMENT
+    assert f"reserved attribute '{name}' requires its canonical kind" in mapped.op.error_message()
+    with stage.query(Filter([P(name, FilterOp.HAS)])) as found:
+        assert found.result().total_prim_count == 0
+
+
+def test_mapping_the_prim_type_in_its_canonical_kind_commits(stage, abc, paths) -> None:
+    token = paths.intern_token("Xform")
+    mapped = stage.map_attribute(
+        abc, "usd-prim-type", 2, dtype=DLDataType(DLDataTypeCode.kDLUInt, 64, 1)
+    )
+    mapped.fetch_next().array(0)[:] = [token] * 3
+    mapped.unmap().wait()
+    stage.advance_write_floor(2).wait()
+    assert latest(stage, abc, "usd-prim-type", 2) == dict.fromkeys(ABC, token)
