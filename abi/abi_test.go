@@ -459,10 +459,10 @@ func TestResults(t *testing.T) {
 	assert.Equal(t, uint64(9), lowest)
 
 	out := make([]byte, CloneResultSize)
-	PutCloneResult(unsafe.Pointer(&out[0]), CloneReport{Ordinal: 3, TargetCount: 2, SourcePrimCount: 5, PrimsCloned: 10})
-	assert.Equal(t, CloneReport{3, 2, 5, 10}, viewCloneResult(unsafe.Pointer(&out[0])))
+	PutCloneResult(unsafe.Pointer(&out[0]), core.CloneReport{Ordinal: 3, TargetCount: 2, SourcePrimCount: 5, PrimsCloned: 10})
+	assert.Equal(t, core.CloneReport{Ordinal: 3, TargetCount: 2, SourcePrimCount: 5, PrimsCloned: 10}, viewCloneResult(unsafe.Pointer(&out[0])))
 	Zero(unsafe.Pointer(&out[0]), CloneResultSize)
-	assert.Equal(t, CloneReport{}, viewCloneResult(unsafe.Pointer(&out[0])))
+	assert.Equal(t, core.CloneReport{}, viewCloneResult(unsafe.Pointer(&out[0])))
 }
 
 func TestStringsAndTokens(t *testing.T) {

@@ -153,16 +153,8 @@ func PutWaitResult(out unsafe.Pointer, ids unsafe.Pointer, n int, lowestPending 
 	wr.lowest_pending_op_id = C.ovstage_op_id_t(lowestPending)
 }
 
-// CloneReport is the completion report of a clone (ovstage_clone_result_t).
-type CloneReport struct {
-	Ordinal         uint64
-	TargetCount     uint64
-	SourcePrimCount uint64
-	PrimsCloned     uint64
-}
-
-// PutCloneResult writes r to the ovstage_clone_result_t at out.
-func PutCloneResult(out unsafe.Pointer, r CloneReport) {
+// PutCloneResult writes the engine's clone report r to the ovstage_clone_result_t at out.
+func PutCloneResult(out unsafe.Pointer, r core.CloneReport) {
 	cr := (*C.ovstage_clone_result_t)(out)
 	cr.ordinal = C.ovstage_ordinal_t(r.Ordinal)
 	cr.target_count = C.size_t(r.TargetCount)

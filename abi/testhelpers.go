@@ -18,6 +18,8 @@ import "C"
 
 import (
 	"unsafe"
+
+	"github.com/ovstage-go/ovstage/core"
 )
 
 // The helpers below exist for this package's tests (cgo is not allowed in _test.go files):
@@ -443,9 +445,10 @@ func viewModels(p unsafe.Pointer, n int) []modelView {
 	return out
 }
 
-func viewCloneResult(p unsafe.Pointer) CloneReport {
+func viewCloneResult(p unsafe.Pointer) core.CloneReport {
 	cr := (*C.ovstage_clone_result_t)(p)
-	return CloneReport{uint64(cr.ordinal), uint64(cr.target_count), uint64(cr.source_prim_count), uint64(cr.prims_cloned)}
+	return core.CloneReport{Ordinal: uint64(cr.ordinal), TargetCount: uint64(cr.target_count),
+		SourcePrimCount: uint64(cr.source_prim_count), PrimsCloned: uint64(cr.prims_cloned)}
 }
 
 // sizeofConfig is sizeof(ovstage_config_t), for tests that copy a config view.

@@ -30,7 +30,7 @@ func decodeData(d *C.ovstage_write_data_t, prefix string, req *core.WriteRequest
 		req.HasMask = true
 		req.Mask = unsafe.Slice((*uint64)(unsafe.Pointer(d.mask)), (int(d.count)+63)/64)
 	}
-	req.Sync = core.CudaSync{Stream: uintptr(d.cuda_sync.stream), Event: uintptr(d.cuda_sync.wait_event)}
+	req.Sync = Sync(uintptr(d.cuda_sync.stream), uintptr(d.cuda_sync.wait_event))
 	req.Semantic = int32(d.semantic)
 	req.IsArray = bool(d.is_array)
 	req.AttributeMode = attributeMode(d.attribute_mode) // the engine checks it
@@ -120,3 +120,7 @@ func WriteBatch(writes unsafe.Pointer, n uint64, placement unsafe.Pointer) ([]co
 	}
 	return reqs, owned, nil
 }
+
+// Sync is the engine's view of an ovstage_cuda_sync_t {stream, wait_event} (a write's
+// cuda_sync, an unmap's write_done_sync).
+func Sync(stream, event uintptr) core.CudaSync { return core.CudaSync{Stream: stream, Event: event} }

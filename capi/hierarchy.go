@@ -122,8 +122,8 @@ func ovsgo_compute_hierarchy(p C.uintptr_t, model C.int32_t, input, output C.uin
 	in, err := byBundle(p)
 	var op uint64
 	if err == nil {
-		// RUNTIME_DEFAULT is the model the instance captured when it was created.
-		op, err = in.stage.ComputeHierarchy(in.capture.ResolveModel(int32(model)), uint64(input), uint64(output))
+		// The stage resolves RUNTIME_DEFAULT to the model the instance captured when created.
+		op, err = in.stage.ComputeHierarchy(int32(model), uint64(input), uint64(output))
 	}
 	enqueued(fn, op, err, out)
 }

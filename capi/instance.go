@@ -31,7 +31,6 @@ type instance struct {
 	mu           sync.Mutex
 	queryResults abi.Results
 	hierResults  abi.Results
-	clones       map[uint64]*cloneRecord
 	mapGroups    map[uintptr]mapGroupRef
 	// managed counts writes whose managed tensors are released once their op completes;
 	// destroy waits for them, so every deleter has run when destroy returns.
@@ -98,8 +97,7 @@ func ovsgo_create_instance(desc unsafe.Pointer, out unsafe.Pointer) (code C.int)
 
 func newInstance(name string) (in *instance, err error) {
 	capture := lifecycle.Global().AcquireInstance()
-	in = &instance{capture: capture,
-		clones: map[uint64]*cloneRecord{}, mapGroups: map[uintptr]mapGroupRef{}}
+	in = &instance{capture: capture, mapGroups: map[uintptr]mapGroupRef{}}
 	defer func() {
 		if err != nil {
 			in.freeBlocks()
@@ -114,8 +112,13 @@ func newInstance(name string) (in *instance, err error) {
 		return nil, err
 	}
 	in.nModels = len(models)
-	// The instance enforces the admission policy of the lifetime it was created in.
-	in.stage = core.NewStage(name, core.Config{Admission: core.AdmissionPolicy(capture.Settings.AdmissionPolicy)})
+	// The instance enforces the admission policy of the lifetime it was created in, and the
+	// engine resolves RUNTIME_DEFAULT (compute_hierarchy, floor advances) to the model the
+	// instance captured.
+	in.stage = core.NewStage(name, core.Config{
+		Admission:      core.AdmissionPolicy(capture.Settings.AdmissionPolicy),
+		HierarchyModel: int32(capture.Settings.HierarchyModel),
+	})
 	in.id = in.stage.ID
 	in.bundle = C.ovs_new_instance_bundle(C.uintptr_t(in.id))
 	in.dict = C.ovs_new_dictionary_bundle(C.uintptr_t(in.id))

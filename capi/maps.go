@@ -83,15 +83,6 @@ func ovsgo_fetch_map_next(ctx C.uintptr_t, m, timeout C.uint64_t, out unsafe.Poi
 	return 0
 }
 
-// checkHostSync refuses a CUDA completion sync: map sessions stage in host memory here.
-func checkHostSync(stream, event C.uintptr_t) error {
-	if stream != 0 || event != 0 {
-		return notSupported("write_done_sync {%#x, %#x}: a CUDA completion sync is only used by GPU map sessions, "+
-			"which are not in this build (map sessions stage in host memory); pass {0, 0}", uintptr(stream), uintptr(event))
-	}
-	return nil
-}
-
 //export ovsgo_unmap_group
 func ovsgo_unmap_group(ctx C.uintptr_t, m C.uint64_t, group unsafe.Pointer, stream, event C.uintptr_t, out *C.ovstage_enqueue_result_t) {
 	const fn = "unmap_group"
@@ -107,16 +98,14 @@ func ovsgo_unmap_group(ctx C.uintptr_t, m C.uint64_t, group unsafe.Pointer, stre
 		if group == nil {
 			return 0, invalid("group is NULL")
 		}
-		if err := checkHostSync(stream, event); err != nil {
-			return 0, err
-		}
 		in.mu.Lock()
 		ref, ok := in.mapGroups[abi.MapGroupKey(group)]
 		in.mu.Unlock()
 		if !ok || ref.mapHandle != uint64(m) {
 			return 0, status.Errorf(status.InvalidHandle, "group is not a fetched, uncommitted group of map %d", m)
 		}
-		return in.stage.UnmapGroup(uint64(m), ref.group)
+		// A non-zero write_done_sync is accepted: the engine fails the commit of a host session.
+		return in.stage.UnmapGroupWithSync(uint64(m), ref.group, abi.Sync(uintptr(stream), uintptr(event)))
 	}()
 	enqueued(fn, op, err, out)
 }
@@ -129,12 +118,9 @@ func ovsgo_unmap_attribute(ctx C.uintptr_t, m C.uint64_t, stream, event C.uintpt
 	if err == nil {
 		err = need(uint64(m), "map_handle")
 	}
-	if err == nil {
-		err = checkHostSync(stream, event)
-	}
 	var op uint64
 	if err == nil {
-		op, err = in.stage.UnmapAttribute(uint64(m))
+		op, err = in.stage.UnmapAttributeWithSync(uint64(m), abi.Sync(uintptr(stream), uintptr(event)))
 	}
 	enqueued(fn, op, err, out)
 }

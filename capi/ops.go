@@ -85,6 +85,5 @@ func ovsgo_release_op(ctx C.uintptr_t, op C.uint64_t) (code C.int) {
 	if err := in.stage.ReleaseOp(uint64(op)); err != nil {
 		return fail(fn, err)
 	}
-	in.forgetClone(uint64(op))
 	return 0
 }

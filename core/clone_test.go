@@ -424,3 +424,16 @@ func TestCloneTargetShapes(t *testing.T) {
 	assert.True(t, c.held("/H/X/Y"))
 	assert.Equal(t, CloneReport{Ordinal: 3, TargetCount: 1, SourcePrimCount: 2, PrimsCloned: 1}, rep)
 }
+
+// SubtreePrimCount is the number of prims the stage holds at root or below it.
+func (s *Stage) SubtreePrimCount(root uint64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for p := range s.prims.all() {
+		if s.isUnder(p, root) {
+			n++
+		}
+	}
+	return n
+}

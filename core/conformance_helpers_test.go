@@ -246,3 +246,15 @@ func (c *cstage) changes(paths []string, attr string, lo, hi uint64) map[string]
 	require.NoError(c.t, err)
 	return out
 }
+
+// OpError is op id's own failure, with its status code; nil while the op is pending, when it
+// succeeded, or when the id is unknown to the stage.
+func (s *Stage) OpError(id uint64) error {
+	s.mu.Lock()
+	op, ok := s.ops[id]
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return op.Err()
+}

@@ -44,12 +44,18 @@ func FetchMapNext(stageID, m, timeoutNs uint64) (string, error) {
 	})
 }
 
-// UnmapGroup enqueues the commit of one map group.
-func UnmapGroup(stageID, m, group uint64) (uint64, error) {
-	return withStage(stageID, func(s *core.Stage) (uint64, error) { return s.UnmapGroup(m, group) })
+// UnmapGroup enqueues the commit of one map group; stream and event are its write_done_sync
+// (ovstage_cuda_sync_t; a non-zero one fails a host session's commit when it executes).
+func UnmapGroup(stageID, m, group uint64, stream, event uintptr) (uint64, error) {
+	return withStage(stageID, func(s *core.Stage) (uint64, error) {
+		return s.UnmapGroupWithSync(m, group, abi.Sync(stream, event))
+	})
 }
 
-// UnmapAttribute enqueues the commit of every remaining group and ends the session.
-func UnmapAttribute(stageID, m uint64) (uint64, error) {
-	return withStage(stageID, func(s *core.Stage) (uint64, error) { return s.UnmapAttribute(m) })
+// UnmapAttribute enqueues the commit of every remaining group and ends the session; stream and
+// event are its write_done_sync, as for UnmapGroup (not looked at when nothing is left).
+func UnmapAttribute(stageID, m uint64, stream, event uintptr) (uint64, error) {
+	return withStage(stageID, func(s *core.Stage) (uint64, error) {
+		return s.UnmapAttributeWithSync(m, abi.Sync(stream, event))
+	})
 }

@@ -22,7 +22,7 @@ func TestEncodeMarksMalformedRequests(t *testing.T) {
 
 // A fetched query result is kept until it is released, exactly once.
 func TestQueryResultsAreKeptUntilReleased(t *testing.T) {
-	stage, err := CreateStage("results", 1, 0)
+	stage, err := CreateStage("results", 1, 0, 0)
 	require.NoError(t, err)
 	defer func() { _, _ = DestroyStage(stage) }()
 	answer, err := Query(stage, 0, 0, 0, false)
@@ -46,7 +46,7 @@ func TestQueryResultsAreKeptUntilReleased(t *testing.T) {
 // the last line), creating nothing.
 func TestCreateStageRefusesAnUnknownPolicy(t *testing.T) {
 	for _, policy := range []int{4, -1, 1 << 40} {
-		_, err := CreateStage("bad-policy", 1, policy)
+		_, err := CreateStage("bad-policy", 1, policy, 0)
 		require.Error(t, err, "policy %d", policy)
 		assert.Contains(t, err.Error(), "ordinal admission policy", "policy %d", policy)
 	}

@@ -10,13 +10,15 @@ import (
 
 // CreateStage creates a stage; workers <= 0 uses one worker per CPU. policy is the ordinal
 // admission policy the stage captured (ovstage_ordinal_admission_policy_t; DEFAULT (0) is
-// NONDECREASING).
-func CreateStage(name string, workers int, policy int) (uint64, error) {
+// NONDECREASING); hierarchyModel is the model RUNTIME_DEFAULT resolves to (compute_hierarchy,
+// floor advances; 0 or 4: CPU_INCREMENTAL).
+func CreateStage(name string, workers int, policy int, hierarchyModel int32) (uint64, error) {
 	if int(int32(policy)) != policy {
 		policy = -1 // out of range: refused by OpenStage
 	}
 	return call(func() (uint64, error) {
-		s, err := core.OpenStage(name, core.Config{Workers: workers, Admission: core.AdmissionPolicy(policy)})
+		s, err := core.OpenStage(name, core.Config{Workers: workers,
+			Admission: core.AdmissionPolicy(policy), HierarchyModel: hierarchyModel})
 		if err != nil {
 			return 0, err
 		}

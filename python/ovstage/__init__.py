@@ -10,6 +10,7 @@ from __future__ import annotations
 # ``gates`` (test hooks) is importable as ovstage.gates but stays out of ``__all__``.
 from . import gates as gates
 from . import instancing, population
+from ._clone import CloneOperation, CloneResult
 from ._config import StageConfig
 
 # GPU extensions of ovstage-go: importable, but not in __all__ (which lists the reference API).
@@ -71,6 +72,8 @@ __all__ = [
     "AttributeMeta",
     "AttributeMode",
     "AttributeSemantic",
+    "CloneOperation",
+    "CloneResult",
     "DLDataType",
     "DLDataTypeCode",
     "DLDevice",

@@ -29,6 +29,7 @@ from ._dlpack import (
 __all__ = [
     "AttributeMetaRaw",
     "AttributeWrite",
+    "CloneResultRaw",
     "CudaSync",
     "DLDataType",
     "DLDevice",
@@ -265,3 +266,14 @@ class HierarchyModelDescRaw(ctypes.Structure):
     """``ovstage_hierarchy_computation_model_desc_t``."""
 
     _fields_ = [("model_id", ctypes.c_int32), ("name", OvxString), ("description", OvxString)]
+
+
+class CloneResultRaw(ctypes.Structure):
+    """``ovstage_clone_result_t``: a clone's completion report (C field order)."""
+
+    _fields_ = [
+        ("ordinal", ctypes.c_uint64),
+        ("target_count", ctypes.c_size_t),
+        ("source_prim_count", ctypes.c_size_t),
+        ("prims_cloned", ctypes.c_size_t),
+    ]

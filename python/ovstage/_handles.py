@@ -148,7 +148,14 @@ class OrdinalQuery(_Handle):
 
 class Map(_Handle):
     """A map session: fill each group's buffers, then commit with ``unmap_group`` or
-    ``unmap()`` (leaving a ``with`` block unmaps: it always commits, there is no rollback)."""
+    ``unmap()`` (leaving a ``with`` block unmaps: it always commits, there is no rollback).
+
+    A commit that fails while executing makes the session terminal: nothing more of it is
+    committed and the final unmap reports that failure. Leaving a ``with`` block unmaps and
+    waits for it: the failure is raised on the normal path and swallowed when the block is
+    left on an exception. On ``KeyboardInterrupt``/``SystemExit`` the unmap is only polled, so
+    the interrupt is not held up by ops still queued before it. A session whose setup was
+    rejected (handle 0) has nothing to unmap."""
 
     _kind = "Map"
 
@@ -181,3 +188,13 @@ class Map(_Handle):
     def release(self) -> Operation:
         """Same as ``unmap()``."""
         return self.unmap()
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if self._released or self.handle == 0:
+            return
+        if exc_type is None:
+            self.unmap().wait()
+            return
+        interrupted = isinstance(exc_type, type) and not issubclass(exc_type, Exception)
+        with contextlib.suppress(Exception):
+            self.unmap().wait(0 if interrupted else TIMEOUT_INFINITE)

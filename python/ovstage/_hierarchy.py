@@ -126,7 +126,8 @@ class _HierarchyMixin:
         ) -> Any: ...
 
     def get_hierarchy_computation_models(self) -> list[HierarchyComputationModelDesc]:
-        """The models this build implements (``CPU_INCREMENTAL``; no GPU models)."""
+        """The four advertised models: cpu-incremental, gpu-incremental, gpu-global and
+        runtime-default (this build computes with the CPU model; GPU ones are refused)."""
         sid = self._require_live("get_hierarchy_computation_models")
         addr, count = call(native.HierarchyComputationModels, sid).split(" ")
         models = (HierarchyModelDescRaw * int(count)).from_address(int(addr))  # kept by the engine
@@ -141,20 +142,24 @@ class _HierarchyMixin:
         output_ordinal: int,
         model: HierarchyComputationModel | int = HierarchyComputationModel.DEFAULT_CPU,
     ) -> Operation:
-        """Enqueue a world-transform computation written at ``output_ordinal``.
+        """Enqueue a world-transform computation recorded at ``output_ordinal``.
 
-        It reads the latest sealed ``omni:xform``/``omni:resetXformStack`` values after the
-        pending mutations at or below ``input_ordinal`` and the pending floor advances
-        (ordinals select no historical snapshot), and updates ``omni:fabric:worldMatrix`` of
-        the prims that carry it, like a write at ``output_ordinal`` (floor admission applies).
-        GPU models are rejected with ``NOT_SUPPORTED``, ``INVALID`` with ``INVALID_ARGUMENT``.
+        It reads the newest committed ``omni:xform``/``omni:resetXformStack`` values (it runs
+        after the pending floor advances and the pending mutations at or below
+        ``input_ordinal``, which selects no snapshot), updates ``omni:fabric:worldMatrix`` of
+        the prims that carry it, and records a change at ``output_ordinal`` for each row it
+        changes. ``output_ordinal`` is not subject to the write floor: a sealed one is
+        accepted, and readers that consumed it earlier do not see those rows.
+
+        ``model`` gets only an int32 range check here: ``RUNTIME_DEFAULT`` is the model the
+        stage captured at creation (``hierarchy_model``), GPU models are ``NOT_SUPPORTED`` in
+        this build, ``INVALID`` and unknown ids ``INVALID_ARGUMENT`` (a rejected Operation).
+        A floor advance over ``omni:fabric:worldMatrix`` runs the runtime-default model by
+        itself when the hierarchy's inputs changed.
         """
         inp = as_uint64(input_ordinal, "input_ordinal")
         out = as_uint64(output_ordinal, "output_ordinal")
         model_id = as_int32(model, "model")
-        if model_id == HierarchyComputationModel.RUNTIME_DEFAULT:
-            # The runtime default this stage captured at creation (StageConfig).
-            model_id = getattr(self, "hierarchy_model", model_id)
         return self._enqueue("compute_hierarchy_async", native.ComputeHierarchy, model_id, inp, out)
 
     def compute_hierarchy(
@@ -174,7 +179,9 @@ class _HierarchyMixin:
         ``relation`` is ``PARENT`` (0 or 1 path; a top-level prim has none), ``CHILDREN`` or
         ``SIBLINGS``; an unknown relation gives a rejected handle (``INVALID_ARGUMENT``). The
         query runs after pending mutations at or below ``ordinal`` and pending floor
-        advances, and sees the prims the stage holds then.
+        advances, and sees the hierarchy as committed then: ``ordinal`` selects no snapshot
+        and comes back as the result's ``ordinal``. A prim the stage does not hold has a
+        ``NOT_FOUND`` item; the batch does not fail.
         """
         plist = as_uint64(path_list, "path_list")
         ord_ = as_uint64(ordinal, "ordinal")

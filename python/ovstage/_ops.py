@@ -132,9 +132,15 @@ class Operation:
         if error_ids:
             message = root_message or f"op {error_ids[0]} failed"
             self._message = message
+            self._completed(failed=True)
             stage._release_op_quietly(self._op_id)
             raise OvstageError(ErrorCode.OP_FAILED, message)
+        self._completed(failed=False)
         stage._release_op_checked(self._op_id)
+
+    def _completed(self, failed: bool) -> None:
+        """Called by ``wait()`` once the op finished, while its id is still tracked (a
+        ``CloneOperation`` fetches its report here)."""
 
     def __repr__(self) -> str:
         name = (

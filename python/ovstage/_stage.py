@@ -15,6 +15,7 @@ import numpy as np
 from . import _fastpath, _lib
 from ._abi import (
     AttributeWrite,
+    CloneResultRaw,
     CudaSync,
     FilterRaw,
     MapDesc,
@@ -29,6 +30,7 @@ from ._abi import (
     WriteFloorDesc,
     ovx_string,
 )
+from ._clone import CloneOperation, CloneResult
 from ._config import StageConfig, process_config
 from ._cuda import parse_device
 from ._dlpack import DLDataType, DLDevice, DLTensor, make_dltensor, private_dltensor
@@ -202,17 +204,18 @@ class Stage(_HierarchyMixin):
             process_config.acquire(config)
             self._config_ref = True
             workers = config.worker_count()
+        #: The runtime-default hierarchy model captured at creation: what ``RUNTIME_DEFAULT``
+        #: names in ``compute_hierarchy`` and what a floor advance runs (the engine resolves it).
+        self.hierarchy_model: int = process_config.default_model()
         policy = process_config.acquire_instance()
         self._instance_ref = True
         try:
-            self._id = call(native.CreateStage, name or "", workers, policy)
+            self._id = call(native.CreateStage, name or "", workers, policy, self.hierarchy_model)
         except BaseException:
             self._drop_config_ref()
             raise
         self.name = name
         self.config = config
-        #: The runtime-default hierarchy model captured at creation.
-        self.hierarchy_model: int = process_config.default_model()
         #: The ordinal admission policy the stage captured at creation (the process's).
         self.ordinal_admission_policy = OrdinalAdmissionPolicy(policy)
         self._destroyed = False
@@ -271,17 +274,24 @@ class Stage(_HierarchyMixin):
         with contextlib.suppress(Exception):
             self.destroy()
 
-    def _rejected(self, exc: OvstageError) -> Operation:
-        return Operation(self, exc.code, 0, message=exc.message)
+    def _rejected(self, exc: OvstageError, kind: type[Operation] = Operation) -> Operation:
+        return kind(self, exc.code, 0, message=exc.message)
 
-    def _enqueue(self, what: str, fn: Any, *args: Any) -> Operation:
+    def _enqueue(
+        self,
+        what: str,
+        fn: Any,
+        *args: Any,
+        kind: type[Operation] = Operation,
+    ) -> Operation:
         """Call an enqueue function: a use after destroy raises, an engine rejection is
-        returned as a rejected Operation (its ``wait()`` raises)."""
+        returned as a rejected Operation (its ``wait()`` raises). ``kind`` is the Operation
+        class to return (``CloneOperation`` for clones)."""
         sid = self._require_live(what)
         try:
-            return Operation._accepted(self, call(fn, sid, *args))
+            return kind._accepted(self, call(fn, sid, *args))
         except OvstageError as exc:
-            return self._rejected(exc)
+            return self._rejected(exc, kind)
 
     # -- ops ------------------------------------------------------------------------------
 
@@ -671,9 +681,13 @@ class Stage(_HierarchyMixin):
 
     # -- clone --------------------------------------------------------------------------
 
-    def clone_async(self, source_path: str, target_paths: Sequence[str], ordinal: int) -> Operation:
+    def clone_async(
+        self, source_path: str, target_paths: Sequence[str], ordinal: int
+    ) -> CloneOperation:
         """Enqueue a copy of ``source_path``'s subtree to every target (one mutation at
-        ``ordinal``). A missing source or an existing target fails the op; nothing is cloned."""
+        ``ordinal``); ``target_paths`` may be empty (the clone then only checks admission).
+        Below an absent target root, prims that exist are merged into. A missing source, an
+        existing target root or a merge conflict fails the op, and nothing is cloned."""
         source = as_str(source_path, "source_path")
         if isinstance(target_paths, str):
             raise TypeError("target_paths must be a sequence of str, not a single str")
@@ -687,22 +701,65 @@ class Stage(_HierarchyMixin):
         for name, text in named:
             problem = string_problem(text, "Path")
             if problem is not None:
-                return Operation(self, ErrorCode.INVALID_ARGUMENT, 0, message=f"{name}: {problem}")
+                return CloneOperation(
+                    self, ErrorCode.INVALID_ARGUMENT, 0, message=f"{name}: {problem}"
+                )
         source_c = ovx_string(source.encode("utf-8"))
         targets = [t.encode("utf-8") for t in texts]
         targets_c = (OvxString * max(1, len(targets)))(*(ovx_string(t) for t in targets))
-        return self._enqueue(
+        op = self._enqueue(
             "clone",
             native.Clone,
             ctypes.addressof(source_c),
-            ctypes.addressof(targets_c),
+            ctypes.addressof(targets_c) if targets else 0,
             len(targets),
             ordinal,
+            kind=CloneOperation,
         )
+        assert isinstance(op, CloneOperation)
+        return op
 
-    def clone(self, source_path: str, target_paths: Sequence[str], ordinal: int) -> None:
-        """Clone and wait (raises OvstageError on failure)."""
-        self.clone_async(source_path, target_paths, ordinal).wait()
+    def clone(self, source_path: str, target_paths: Sequence[str], ordinal: int) -> CloneResult:
+        """Clone, wait and return the report (raises OvstageError on failure: ``OP_FAILED``
+        with the clone's message)."""
+        return self.clone_async(source_path, target_paths, ordinal).wait().result()
+
+    def fetch_clone_result(
+        self, op_or_id: CloneOperation | int, timeout: int = TIMEOUT_INFINITE
+    ) -> CloneResult:
+        """The report of a clone op that is still tracked (waits up to ``timeout`` ns).
+
+        Raises ``OvstageError`` with the clone's own code when it failed (``NOT_FOUND``,
+        ``PRIM_NOT_FOUND``, ``WRITE_FLOOR_VIOLATION``, ``OP_FAILED`` ...), ``TIMEOUT`` while it
+        is pending (it stays waitable), ``INVALID_HANDLE`` for an id that is no tracked clone
+        op (a ``CloneOperation`` is released by its ``wait()``; its ``result()`` keeps the
+        report)."""
+        if isinstance(op_or_id, CloneOperation):
+            op_id = op_or_id._op_id
+        elif isinstance(op_or_id, Operation):
+            raise TypeError(
+                f"op_or_id must be a CloneOperation or an op id, got {type(op_or_id).__name__}"
+            )
+        else:
+            op_id = as_uint64(op_or_id, "op_or_id")
+        timeout_ns = as_timeout(timeout)
+        sid = self._require_live("fetch_clone_result")
+        raw = CloneResultRaw()
+        addr = ctypes.addressof(raw)
+        try:
+            call(native.FetchCloneResult, sid, op_id, 0, addr)
+        except OvstageError as exc:
+            if exc.code != ErrorCode.TIMEOUT or timeout_ns == 0:
+                raise
+            # Wait in interruptible slices, then fetch (TIMEOUT again once the deadline passed).
+            wait_sliced(lambda ns: call(native.WaitOp, sid, op_id, ns), timeout_ns, _op_finished)
+            call(native.FetchCloneResult, sid, op_id, 0, addr)
+        return CloneResult(
+            int(raw.prims_cloned),
+            int(raw.target_count),
+            int(raw.source_prim_count),
+            int(raw.ordinal),
+        )
 
     # -- map / unmap ----------------------------------------------------------------------
 
@@ -768,55 +825,66 @@ class Stage(_HierarchyMixin):
             0 if sizes is None else len(sizes),
         )
 
-    def fetch_map_next(self, map: Map | int, timeout: int = TIMEOUT_INFINITE) -> MapGroup | None:
+    def fetch_map_next(
+        self, mapping: Map | int, timeout: int = TIMEOUT_INFINITE
+    ) -> MapGroup | None:
         """The session's next writable group, or None after the last."""
-        mh = _handle_of(map, Map, "map")
+        mh = _handle_of(mapping, Map, "mapping")
         fetched = self._fetch_next("fetch_map_next", native.FetchMapNext, "map", mh, timeout)
         if fetched is None:
             return None
         addr, group_id = fetched.split(" ")
         group = MapGroup._from_native(int(addr), int(group_id), self)
-        if isinstance(map, Map):
-            map._groups.append(group)
+        if isinstance(mapping, Map):
+            mapping._groups.append(group)
         return group
 
     def unmap_group(
         self,
-        map: Map | int,
+        mapping: Map | int,
         group: MapGroup,
         cuda_event: int | None = None,
         cuda_stream: int | None = None,
     ) -> Operation:
-        """Enqueue the commit of one fetched group at the session's ordinal."""
-        mh = _handle_of(map, Map, "map")
+        """Enqueue the commit of one fetched group at the session's ordinal.
+
+        The commit checks again what a write checks (prim mode, layout, floors); when it fails
+        while executing, the session becomes terminal: nothing more of it commits, and the
+        final ``unmap_attribute`` returns that failure. ``cuda_event``/``cuda_stream`` are the
+        write-done sync of GPU sessions: on a host session a non-zero one fails the commit
+        when it executes (``OP_FAILED``). The group is unusable once the commit is accepted.
+        """
+        mh = _handle_of(mapping, Map, "mapping")
         if not isinstance(group, MapGroup):
             raise TypeError(f"group must be a MapGroup, got {type(group).__name__}")
-        rejection = _cuda_rejection(cuda_event, cuda_stream, "unmaps (map groups are host memory)")
+        stream, event = _unmap_sync(cuda_event, cuda_stream)
         gid = group._group_id()
-        if rejection is not None:
-            return Operation(self, *rejection)
-        op = self._enqueue("unmap_group", native.UnmapGroup, mh, gid)
-        if op.ok:
-            group._mark_released()
+        group._mark_released()  # before the call: no other thread uses it from now on
+        op = self._enqueue("unmap_group", native.UnmapGroup, mh, gid, stream, event)
+        if not op.ok:
+            group._released = False  # a rejected commit leaves the group usable
         return op
 
     def unmap_attribute(
         self,
-        map: Map | int,
+        mapping: Map | int,
         cuda_event: int | None = None,
         cuda_stream: int | None = None,
     ) -> Operation:
-        """Enqueue the commit of every remaining group; the session ends."""
-        mh = _handle_of(map, Map, "map")
-        rejection = _cuda_rejection(cuda_event, cuda_stream, "unmaps (map groups are host memory)")
-        if rejection is not None:
-            self._require_live("unmap_attribute")
-            return Operation(self, *rejection)
-        op = self._enqueue("unmap_attribute", native.UnmapAttribute, mh)
-        if op.ok and isinstance(map, Map):
-            map._released = True
-            map._drop_op()
-            for group in map._groups:
+        """Enqueue the commit of every group no ``unmap_group`` committed, and end the session.
+
+        Once accepted it consumes the handle, even when it then fails; a terminal session
+        closes with its remembered failure and writes nothing. With nothing left to commit it
+        only closes the session (the sync is not looked at); otherwise ``cuda_event``/
+        ``cuda_stream`` behave as in :meth:`unmap_group`.
+        """
+        mh = _handle_of(mapping, Map, "mapping")
+        stream, event = _unmap_sync(cuda_event, cuda_stream)
+        op = self._enqueue("unmap_attribute", native.UnmapAttribute, mh, stream, event)
+        if op.ok and isinstance(mapping, Map):
+            mapping._released = True
+            mapping._drop_op()
+            for group in mapping._groups:
                 group._mark_released()
         return op
 
@@ -1043,18 +1111,11 @@ def _sparsity(
     return n or 0, imap, words
 
 
-def _cuda_rejection(
-    cuda_event: Any, cuda_stream: Any, where: str
-) -> tuple[int, int, Any, str] | None:
-    """Non-zero CUDA synchronization arguments where they are not honoured (unmaps: map groups
-    are host memory) are rejected; writes and batch entries honour them."""
-    for name, value in (("cuda_event", cuda_event), ("cuda_stream", cuda_stream)):
-        if value is not None and as_uint64(value, name) != 0:
-            message = (
-                f"{name}: CUDA synchronization is not supported for {where} (writes honour it)"
-            )
-            return (ErrorCode.NOT_SUPPORTED, 0, None, message)
-    return None
+def _unmap_sync(cuda_event: Any, cuda_stream: Any) -> tuple[int, int]:
+    """An unmap's write-done sync ``(stream, event)``: each ``None`` or a uint64."""
+    event = 0 if cuda_event is None else as_uint64(cuda_event, "cuda_event")
+    stream = 0 if cuda_stream is None else as_uint64(cuda_stream, "cuda_stream")
+    return stream, event
 
 
 @dataclass

@@ -1636,9 +1636,6 @@ static void test_map_sessions(void)
         buf[2] = 30;
     }
     CHECK_STATUS(ovstage_fetch_map_next(s.inst, m, 0, &copy), OVSTAGE_ERROR_END_OF_ITERATION);
-    /* A CUDA completion sync is refused for a host session; the group stays usable. */
-    CHECK_REJECTED(ovstage_unmap_group(s.inst, m, &g, some), OVSTAGE_ERROR_NOT_SUPPORTED);
-    CHECK_LAST_ERROR("write_done_sync");
     {
         ovstage_map_group_t forged;
         memset(&forged, 0, sizeof forged);
@@ -1647,8 +1644,8 @@ static void test_map_sessions(void)
     copy = g; /* a copy of the struct names the same group */
     WAIT_OK(&s, ovstage_unmap_group(s.inst, m, &copy, none));
     CHECK_REJECTED(ovstage_unmap_group(s.inst, m, &g, none), OVSTAGE_ERROR_INVALID_HANDLE);
-    CHECK_REJECTED(ovstage_unmap_attribute(s.inst, m, some), OVSTAGE_ERROR_NOT_SUPPORTED);
-    WAIT_OK(&s, ovstage_unmap_attribute(s.inst, m, none));
+    /* Nothing is left to commit: the final unmap only closes, and never looks at the sync. */
+    WAIT_OK(&s, ovstage_unmap_attribute(s.inst, m, some));
     CHECK_REJECTED(ovstage_unmap_attribute(s.inst, m, none), OVSTAGE_ERROR_INVALID_HANDLE);
     seal(&s, 2);
     CHECK(read_f32(&s, q, x, got, 3) == 1);
@@ -1671,6 +1668,157 @@ static void test_map_sessions(void)
         }
         WAIT_OK(&s, e);
         WAIT_OK(&s, ovstage_unmap_attribute(s.inst, m, none));
+    }
+
+    release_query(&s, q);
+    release_list(&s, list);
+    destroy_stage(&s);
+}
+
+/* An accepted enqueue whose op fails: wait_op is OP_FAILED, the op's text mentions needle. */
+#define WAIT_FAILS(s, result, needle)                                                          \
+    do {                                                                                       \
+        ovstage_enqueue_result_t e_ = (result);                                                \
+        ovstage_op_wait_result_t w_;                                                           \
+        CHECK_STATUS(e_.status, OVSTAGE_OK);                                                   \
+        if (e_.status == OVSTAGE_OK) {                                                         \
+            ovx_string_t t_;                                                                   \
+            CHECK_STATUS(ovstage_wait_op((s)->inst, e_.op_index, OVSTAGE_TIMEOUT_INFINITE, &w_), \
+                         OVSTAGE_ERROR_OP_FAILED);                                             \
+            t_ = ovstage_get_last_op_error((s)->inst, e_.op_index);                            \
+            CHECK(t_.ptr != NULL && strstr(t_.ptr, (needle)) != NULL);                         \
+            CHECK_STATUS(ovstage_release_op((s)->inst, e_.op_index), OVSTAGE_OK);              \
+        }                                                                                      \
+    } while (0)
+
+/* Map sessions: commits re-validate; a commit that fails while executing makes the session
+ * terminal, and the final unmap then reports that failure, writes nothing and consumes the
+ * handle. A non-zero write_done_sync is accepted and fails a host session's commit. */
+static void test_map_session_terminal_failures(void)
+{
+    stage_t s = new_stage("map terminal");
+    ovx_primpath_list_t list = list_of(&s, ABC, 3);
+    ovstage_query_handle_t q = query_of(&s, list);
+    ovx_token_t x = token(&s, "x");
+    float v[3] = {1, 2, 3}, got[3];
+    ovstage_map_desc_t md;
+    ovstage_map_handle_t m = 0;
+    ovstage_map_group_t g;
+    ovstage_cuda_sync_t none = {0, 0}, stream = {1, 0}, event = {0, 0x1234};
+
+    WAIT_OK(&s, write_f32(&s, q, "x", 1, v, 3));
+    seal(&s, 1);
+    memset(&md, 0, sizeof md);
+    md.attribute = by_token(x);
+
+    /* A commit with a CUDA sync on a host session fails when it executes: terminal. */
+    WAIT_OK(&s, ovstage_map_attribute(s.inst, q, &md, 2, NULL, 0, &m));
+    CHECK_STATUS(ovstage_fetch_map_next(s.inst, m, OVSTAGE_TIMEOUT_INFINITE, &g), OVSTAGE_OK);
+    if (g.data.tensor_count == 1) {
+        ((float*)g.data.tensors[0].data)[0] = 99;
+    }
+    WAIT_FAILS(&s, ovstage_unmap_group(s.inst, m, &g, stream), "CUDA completion sync");
+    WAIT_FAILS(&s, ovstage_unmap_attribute(s.inst, m, none), "CUDA completion sync");
+    CHECK_REJECTED(ovstage_unmap_attribute(s.inst, m, none), OVSTAGE_ERROR_INVALID_HANDLE);
+
+    /* A final unmap with a group still to commit and a sync fails and consumes the handle. */
+    WAIT_OK(&s, ovstage_map_attribute(s.inst, q, &md, 2, NULL, 0, &m));
+    CHECK_STATUS(ovstage_fetch_map_next(s.inst, m, OVSTAGE_TIMEOUT_INFINITE, &g), OVSTAGE_OK);
+    WAIT_FAILS(&s, ovstage_unmap_attribute(s.inst, m, event), "CUDA completion sync");
+    CHECK_REJECTED(ovstage_unmap_attribute(s.inst, m, none), OVSTAGE_ERROR_INVALID_HANDLE);
+
+    /* The floor passed the session ordinal before the commit: the commit fails (terminal). */
+    WAIT_OK(&s, ovstage_map_attribute(s.inst, q, &md, 3, NULL, 0, &m));
+    CHECK_STATUS(ovstage_fetch_map_next(s.inst, m, OVSTAGE_TIMEOUT_INFINITE, &g), OVSTAGE_OK);
+    if (g.data.tensor_count == 1) {
+        ((float*)g.data.tensors[0].data)[1] = 77;
+    }
+    seal(&s, 3);
+    WAIT_FAILS(&s, ovstage_unmap_group(s.inst, m, &g, none), "floor");
+    WAIT_FAILS(&s, ovstage_unmap_attribute(s.inst, m, none), "floor");
+    CHECK_REJECTED(ovstage_unmap_attribute(s.inst, m, none), OVSTAGE_ERROR_INVALID_HANDLE);
+
+    /* None of the failed commits wrote anything. */
+    CHECK(read_f32(&s, q, x, got, 3) == 1);
+    CHECK(got[0] == 1 && got[1] == 2 && got[2] == 3);
+    /* Unmapping handle 0 (what a rejected setup leaves) is INVALID_ARGUMENT. */
+    CHECK_REJECTED(ovstage_unmap_attribute(s.inst, 0, none), OVSTAGE_ERROR_INVALID_ARGUMENT);
+
+    release_query(&s, q);
+    release_list(&s, list);
+    destroy_stage(&s);
+}
+
+/* Reserved names: recorded built-ins take their canonical kind only, derived ones are never
+ * written, mapped or deleted; the recorded ones can be deleted like any attribute. */
+static void test_reserved_attributes(void)
+{
+    stage_t s = new_stage("reserved");
+    ovx_primpath_list_t list = list_of(&s, ABC, 3);
+    ovstage_query_handle_t q = query_of(&s, list);
+    float f[3] = {1, 2, 3};
+    uint64_t types[3];
+    int64_t shape[1] = {3}, one[1] = {1};
+    DLTensor t, rows[3];
+    ovstage_write_data_t d;
+    ovstage_map_desc_t md;
+    ovstage_map_handle_t m = 7;
+    ovx_string_or_token_t prim_type = named("usd-prim-type");
+    int i;
+
+    types[0] = types[1] = types[2] = token(&s, "Xform");
+    memset(&t, 0, sizeof t);
+    t.data = f;
+    t.device.device_type = kDLCPU;
+    t.ndim = 1;
+    t.dtype.code = kDLFloat;
+    t.dtype.bits = 32;
+    t.dtype.lanes = 1;
+    t.shape = shape;
+    d = data_of(&t, 1);
+    CHECK_REJECTED(ovstage_write_attribute(s.inst, q, prim_type, 2, d, OVSTAGE_PRIM_MODE_UPSERT),
+                   OVSTAGE_ERROR_INVALID_ARGUMENT);
+    CHECK_LAST_ERROR("reserved attribute 'usd-prim-type' requires its canonical kind");
+    t.data = types;
+    t.dtype.code = kDLUInt;
+    t.dtype.bits = 64;
+    d.semantic = OVSTAGE_SEMANTIC_TOKEN_ID;
+    CHECK_REJECTED(ovstage_write_attribute(s.inst, q, prim_type, 2, d, OVSTAGE_PRIM_MODE_UPSERT),
+                   OVSTAGE_ERROR_INVALID_ARGUMENT);
+    CHECK_LAST_ERROR("semantic NONE");
+    d.semantic = OVSTAGE_SEMANTIC_NONE;
+    WAIT_OK(&s, ovstage_write_attribute(s.inst, q, prim_type, 2, d, OVSTAGE_PRIM_MODE_UPSERT));
+    /* usd-ancestor-types: one token-id array per prim. */
+    for (i = 0; i < 3; ++i) {
+        rows[i] = t;
+        rows[i].data = &types[i];
+        rows[i].shape = one;
+    }
+    d = data_of(rows, 3);
+    d.is_array = true;
+    WAIT_OK(&s, ovstage_write_attribute(s.inst, q, named("usd-ancestor-types"), 2, d, OVSTAGE_PRIM_MODE_UPSERT));
+    d.is_array = false;
+    CHECK_REJECTED(ovstage_write_attribute(s.inst, q, named("usd-schemas"), 2, data_of(&t, 1), OVSTAGE_PRIM_MODE_UPSERT),
+                   OVSTAGE_ERROR_INVALID_ARGUMENT);
+    CHECK_LAST_ERROR("is_array=true");
+
+    /* Maps follow the same rules. */
+    memset(&md, 0, sizeof md);
+    md.attribute = named("usd-children");
+    md.dtype = t.dtype;
+    CHECK_REJECTED(ovstage_map_attribute(s.inst, q, &md, 3, NULL, 0, &m), OVSTAGE_ERROR_NOT_SUPPORTED);
+    CHECK_LAST_ERROR("derived on demand");
+    CHECK(m == 0);
+    md.attribute = named("usd-schemas");
+    CHECK_REJECTED(ovstage_map_attribute(s.inst, q, &md, 3, NULL, 0, &m), OVSTAGE_ERROR_INVALID_ARGUMENT);
+    CHECK_LAST_ERROR("reserved attribute 'usd-schemas'");
+
+    /* Deletes: the recorded names like any attribute, the derived ones never. */
+    {
+        ovx_string_or_token_t del[1] = {named("usd-prim-type")};
+        WAIT_OK(&s, ovstage_delete_attributes(s.inst, q, del, 1, 3));
+        del[0] = named("usd-parent");
+        CHECK_REJECTED(ovstage_delete_attributes(s.inst, q, del, 1, 4), OVSTAGE_ERROR_NOT_SUPPORTED);
     }
 
     release_query(&s, q);
@@ -1715,6 +1863,52 @@ static void test_clone_and_report(void)
     CHECK_STATUS(ovstage_fetch_clone_result(s.inst, e.op_index, OVSTAGE_TIMEOUT_INFINITE, &cr),
                  OVSTAGE_ERROR_NOT_FOUND);
     CHECK_STATUS(ovstage_release_op(s.inst, e.op_index), OVSTAGE_OK);
+
+    /* Zero targets (NULL, 0) only check admission; the report still counts the source. */
+    e = ovstage_clone(s.inst, str("/Src"), NULL, 0, 5);
+    CHECK_STATUS(e.status, OVSTAGE_OK);
+    CHECK_STATUS(ovstage_fetch_clone_result(s.inst, e.op_index, OVSTAGE_TIMEOUT_INFINITE, &cr), OVSTAGE_OK);
+    CHECK(cr.ordinal == 5 && cr.target_count == 0 && cr.source_prim_count == 2 && cr.prims_cloned == 0);
+    CHECK_STATUS(ovstage_release_op(s.inst, e.op_index), OVSTAGE_OK);
+
+    /* The report is the engine's, fixed when the clone completed: deleting a cloned prim
+     * before the first fetch does not change it. */
+    targets[0] = str("/T3");
+    e = ovstage_clone(s.inst, str("/Src"), targets, 1, 6);
+    CHECK_STATUS(ovstage_wait_op(s.inst, e.op_index, OVSTAGE_TIMEOUT_INFINITE, &w), OVSTAGE_OK);
+    {
+        const char* const child[1] = {"/T3/Child"};
+        ovx_primpath_list_t cl = list_of(&s, child, 1);
+        ovstage_query_handle_t cq = query_of(&s, cl);
+        WAIT_OK(&s, ovstage_delete_attributes(s.inst, cq, NULL, 0, 7));
+        release_query(&s, cq);
+        release_list(&s, cl);
+    }
+    CHECK_STATUS(ovstage_fetch_clone_result(s.inst, e.op_index, 0, &cr), OVSTAGE_OK);
+    CHECK(cr.ordinal == 6 && cr.target_count == 1 && cr.source_prim_count == 2 && cr.prims_cloned == 2);
+    CHECK_STATUS(ovstage_release_op(s.inst, e.op_index), OVSTAGE_OK);
+
+    /* A pending clone: TIMEOUT, and the op stays waitable. */
+    {
+        const test_hooks_t* h = hooks(&s);
+        if (h != NULL) {
+            h->write_gate_reset();
+            h->write_gate_enable();
+            targets[0] = str("/T4");
+            e = ovstage_clone(s.inst, str("/Src"), targets, 1, 8);
+            CHECK_STATUS(e.status, OVSTAGE_OK);
+            h->write_gate_wait_until_entered();
+            CHECK_STATUS(ovstage_fetch_clone_result(s.inst, e.op_index, 0, &cr), OVSTAGE_ERROR_TIMEOUT);
+            CHECK_STATUS(ovstage_fetch_clone_result(s.inst, e.op_index, 1000000, &cr), OVSTAGE_ERROR_TIMEOUT);
+            CHECK(cr.ordinal == 0 && cr.target_count == 0);
+            h->write_gate_release();
+            CHECK_STATUS(ovstage_fetch_clone_result(s.inst, e.op_index, OVSTAGE_TIMEOUT_INFINITE, &cr), OVSTAGE_OK);
+            CHECK(cr.ordinal == 8 && cr.prims_cloned == 2);
+            CHECK_STATUS(ovstage_wait_op(s.inst, e.op_index, OVSTAGE_TIMEOUT_INFINITE, &w), OVSTAGE_OK);
+            CHECK_STATUS(ovstage_release_op(s.inst, e.op_index), OVSTAGE_OK);
+            h->write_gate_reset();
+        }
+    }
 
     /* Synchronous rejections and bad arguments. */
     targets[1] = str("/T9");
@@ -1809,6 +2003,140 @@ static void test_hierarchy(void)
     release_query(&s, q);
     release_list(&s, list);
     destroy_stage(&s);
+}
+
+/* Writes one 4x4 float64 matrix per prim (row-major, translation (x, 0, 0) in element 12). */
+static ovstage_enqueue_result_t write_matrices(stage_t* s, ovstage_query_handle_t q, const char* attr,
+                                               ovstage_ordinal_t ordinal, const double* tx, int64_t rows)
+{
+    double m[2][16];
+    int64_t shape[1] = {rows};
+    DLTensor t;
+    int64_t r;
+    int k;
+    for (r = 0; r < rows && r < 2; ++r) {
+        for (k = 0; k < 16; ++k) {
+            m[r][k] = (k % 5 == 0) ? 1.0 : 0.0;
+        }
+        m[r][12] = tx[r];
+    }
+    memset(&t, 0, sizeof t);
+    t.data = m;
+    t.device.device_type = kDLCPU;
+    t.ndim = 1;
+    t.dtype.code = kDLFloat;
+    t.dtype.bits = 64;
+    t.dtype.lanes = 16;
+    t.shape = shape;
+    return ovstage_write_attribute(s->inst, q, named(attr), ordinal, data_of(&t, 1), OVSTAGE_PRIM_MODE_UPSERT);
+}
+
+/* The translation x (element 12) of the first prim's world matrix in a read of rng; *rows is the
+ * number of prims the read returned. */
+static double world_x(stage_t* s, ovstage_query_handle_t q, ovx_token_t world, ovstage_ordinal_range_t rng,
+                      uint32_t* rows)
+{
+    ovstage_read_handle_t r = 0;
+    ovstage_read_group_t g;
+    double x = -1;
+    ovstage_enqueue_result_t e = ovstage_read_attributes(s->inst, q, &world, 1, rng, &r);
+    *rows = 0;
+    CHECK_STATUS(e.status, OVSTAGE_OK);
+    if (e.status != OVSTAGE_OK) {
+        return x;
+    }
+    while (ovstage_fetch_read_next(s->inst, r, OVSTAGE_TIMEOUT_INFINITE, &g) == OVSTAGE_OK) {
+        if (!g.is_delete && g.data.tensor_count == 1 && g.prims.count > 0) {
+            const DLTensor* t = &g.data.tensors[0];
+            x = ((const double*)((const char*)t->data + t->byte_offset))[12];
+            *rows += g.prims.count;
+        }
+        CHECK_STATUS(ovstage_release_group(s->inst, &g), OVSTAGE_OK);
+    }
+    WAIT_OK(s, ovstage_release_read(s->inst, r));
+    WAIT_OK(s, e);
+    return x;
+}
+
+/* The runtime-default model the instance captured is what RUNTIME_DEFAULT and a floor advance
+ * run; a sealed output ordinal is accepted; get_hierarchy echoes its ordinal. */
+static void test_hierarchy_models_and_automatic_computation(void)
+{
+    const char* const w[1] = {"/W"};
+    const char* const four[4] = {"cpu-incremental", "gpu-incremental", "gpu-global", "runtime-default"};
+    const ovstage_hierarchy_computation_model_desc_t* models = NULL;
+    size_t nmodels = 0, i;
+    ovstage_config_entry_t entry;
+    ovstage_config_t cfg;
+    ovstage_hierarchy_handle_t h = 0;
+    ovstage_hierarchy_result_t res;
+    ovstage_enqueue_result_t e;
+    double one = 1, five = 5, seven = 7;
+    uint32_t rows = 0;
+    stage_t s = new_stage("hierarchy models");
+    ovx_primpath_list_t list = list_of(&s, w, 1);
+    ovstage_query_handle_t q = query_of(&s, list);
+    ovx_token_t world = token(&s, "omni:fabric:worldMatrix");
+
+    CHECK_STATUS(ovstage_get_hierarchy_computation_models(s.inst, &models, &nmodels), OVSTAGE_OK);
+    CHECK(nmodels == 4);
+    for (i = 0; i < nmodels && i < 4; ++i) {
+        CHECK(models[i].model_id == (ovstage_hierarchy_computation_model_id_t)(i + 1));
+        CHECK(strcmp(models[i].name.ptr, four[i]) == 0);
+    }
+
+    /* The default model (CPU) runs on advance and records the rows it changes at the advance. */
+    WAIT_OK(&s, write_matrices(&s, q, "omni:xform", 1, &one, 1));
+    WAIT_OK(&s, write_matrices(&s, q, "omni:fabric:worldMatrix", 1, &seven, 1));
+    seal(&s, 1);
+    CHECK(world_x(&s, q, world, latest(1), &rows) == 1 && rows == 1);
+    WAIT_OK(&s, write_matrices(&s, q, "omni:xform", 2, &five, 1));
+    seal(&s, 2);
+    CHECK(world_x(&s, q, world, between(2, 2), &rows) == 5 && rows == 1);
+    /* A sealed output ordinal is accepted and folded in at once. */
+    WAIT_OK(&s, write_matrices(&s, q, "omni:xform", 3, &seven, 1));
+    WAIT_OK(&s, ovstage_compute_hierarchy(s.inst, OVSTAGE_HIERARCHY_COMPUTATION_MODEL_RUNTIME_DEFAULT, 3, 2));
+    CHECK(world_x(&s, q, world, latest(2), &rows) == 7 && rows == 1);
+
+    /* get_hierarchy: the ordinal selects nothing and comes back as given. */
+    e = ovstage_get_hierarchy(s.inst, list, 99, OVSTAGE_HIERARCHY_PARENT, &h);
+    WAIT_OK(&s, e);
+    CHECK_STATUS(ovstage_fetch_hierarchy_result(s.inst, h, &res), OVSTAGE_OK);
+    CHECK(res.ordinal == 99 && res.input_count == 1 && res.path_count == 0);
+    if (res.input_count == 1) {
+        CHECK(res.items[0].status == OVSTAGE_OK && res.items[0].path_count == 0); /* top level */
+    }
+    CHECK_STATUS(ovstage_release_hierarchy_result(s.inst, &res), OVSTAGE_OK);
+    WAIT_OK(&s, ovstage_release_hierarchy(s.inst, h));
+    release_query(&s, q);
+    release_list(&s, list);
+    destroy_stage(&s);
+
+    /* An instance created under a GPU runtime default (not in this build): RUNTIME_DEFAULT is
+     * NOT_SUPPORTED and the advance leaves the world matrices alone. */
+    entry = ovstage_config_entry_runtime_default_hierarchy_computation_model(
+        OVSTAGE_HIERARCHY_COMPUTATION_MODEL_GPU_GLOBAL);
+    cfg.entries = &entry;
+    cfg.entry_count = 1;
+    CHECK_STATUS(ovstage_initialize(&cfg), OVSTAGE_OK);
+    s = new_stage("gpu default");
+    list = list_of(&s, w, 1);
+    q = query_of(&s, list);
+    world = token(&s, "omni:fabric:worldMatrix");
+    WAIT_OK(&s, write_matrices(&s, q, "omni:xform", 1, &five, 1));
+    WAIT_OK(&s, write_matrices(&s, q, "omni:fabric:worldMatrix", 1, &seven, 1));
+    seal(&s, 1);
+    CHECK(world_x(&s, q, world, latest(1), &rows) == 7 && rows == 1);
+    CHECK_REJECTED(ovstage_compute_hierarchy(s.inst, OVSTAGE_HIERARCHY_COMPUTATION_MODEL_RUNTIME_DEFAULT, 1, 2),
+                   OVSTAGE_ERROR_NOT_SUPPORTED);
+    CHECK_LAST_ERROR("GPU_GLOBAL");
+    WAIT_OK(&s, ovstage_compute_hierarchy(s.inst, OVSTAGE_HIERARCHY_COMPUTATION_MODEL_CPU_INCREMENTAL, 1, 2));
+    seal(&s, 2);
+    CHECK(world_x(&s, q, world, latest(2), &rows) == 5 && rows == 1);
+    release_query(&s, q);
+    release_list(&s, list);
+    destroy_stage(&s);
+    CHECK_STATUS(ovstage_shutdown(), OVSTAGE_OK);
 }
 
 /* ---- logging ---------------------------------------------------------------------------- */
@@ -2514,8 +2842,11 @@ int main(void)
     run_test("floors_and_ordinal_queries", test_floors_and_ordinal_queries);
     run_test("delete_attributes", test_delete_attributes);
     run_test("map_sessions", test_map_sessions);
+    run_test("map_session_terminal_failures", test_map_session_terminal_failures);
+    run_test("reserved_attributes", test_reserved_attributes);
     run_test("clone_and_report", test_clone_and_report);
     run_test("hierarchy", test_hierarchy);
+    run_test("hierarchy_models_and_automatic_computation", test_hierarchy_models_and_automatic_computation);
     run_test("logging", test_logging);
     run_test("ordinal_admission_policies", test_ordinal_admission_policies);
     run_test("attribute_mode_force", test_attribute_mode_force);

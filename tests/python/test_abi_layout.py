@@ -253,6 +253,7 @@ MIRRORS = [
     ("ovstage._abi", "HierarchyItemRaw", "ovstage_hierarchy_item_t"),
     ("ovstage._abi", "HierarchyResultRaw", "ovstage_hierarchy_result_t"),
     ("ovstage._abi", "HierarchyModelDescRaw", "ovstage_hierarchy_computation_model_desc_t"),
+    ("ovstage._abi", "CloneResultRaw", "ovstage_clone_result_t"),
 ]
 
 #: ctypes structures of the package that are not C ABI structs, and why.

@@ -1,6 +1,7 @@
 """Clone: ``Stage.clone`` / ``Stage.clone_async`` copy a prim's subtree (the prim, its held
 descendants and their attribute values) to each target as one mutation at an ordinal (spec
-§3.12, §5.5; invariant 20).
+§3.12, §5.5; invariant 20). The completion report (``CloneResult``, ``CloneOperation``,
+``fetch_clone_result``) is tested in test_v03_clone.py.
 
 Failures found while executing surface as ``OP_FAILED`` from ``wait()`` with the engine's
 message ("does not exist", "already exists", the write floor, a merge conflict). Below an
@@ -82,7 +83,9 @@ def robot(stage, make_query, write_sealed) -> ovstage.Query:
 
 def test_clone_copies_the_subtree_values_to_each_target(stage, robot) -> None:
     targets = ["/World/A_env0", "/World/A_env1"]
-    assert stage.clone("/World/A", targets, 2) is None
+    assert stage.clone("/World/A", targets, 2) == ovstage.CloneResult(
+        prims_cloned=6, target_count=2, source_prim_count=3, ordinal=2
+    )
     stage.advance_write_floor(2).wait()
     for target in targets:
         clones = [under(target, p) for p in SUBTREE]
@@ -119,12 +122,13 @@ def test_clone_creates_every_subtree_prim_under_each_target(stage, robot) -> Non
     )
 
 
-def test_clone_async_returns_an_operation(stage, robot) -> None:
+def test_clone_async_returns_a_clone_operation(stage, robot) -> None:
     op = stage.clone_async("/World/A", ["/World/B"], 2)
+    assert isinstance(op, ovstage.CloneOperation)
     assert isinstance(op, ovstage.Operation)
     assert op.ok
     assert op.op_id != 0
-    op.wait()
+    assert op.wait() is op
     assert op.error_message() == ""
 
 

@@ -4,7 +4,8 @@ at the map's ordinal by ``unmap_group`` / ``unmap()``.
 Beyond the reference, buffers start with the current committed values (zeros where a prim has
 no value yet) and ragged attributes map with ``element_sizes``. Commits obey the write floor:
 the ordinal must be above it when the map is enqueued and when it commits, and committed values
-become readable once the floor is advanced past the ordinal.
+become readable once the floor is advanced past the ordinal. The 0.3.0 session rules (terminal
+failures, the unmap sync, ``Map.__exit__``) are in test_v03_map_sessions.py.
 """
 
 from __future__ import annotations
@@ -511,17 +512,6 @@ def test_argument_guards_raise_before_any_native_call(stage, abc, kwargs, error)
         stage.map_attribute(abc, attribute, ordinal, **args)
     # Nothing was enqueued: a map at ordinal 2 still works.
     stage.map_attribute(abc, "mass", 2).unmap().wait()
-
-
-@pytest.mark.parametrize("kwargs", [{"cuda_event": 5}, {"cuda_stream": 1}])
-def test_cuda_synchronization_is_not_supported(stage, abc, kwargs) -> None:
-    mapped = stage.map_attribute(abc, "mass", 2)
-    group = mapped.fetch_next()
-    assert_rejected(mapped.unmap_group(group, **kwargs), ErrorCode.NOT_SUPPORTED, "CUDA")
-    assert_rejected(mapped.unmap(**kwargs), ErrorCode.NOT_SUPPORTED, "CUDA")
-    assert not mapped.released
-    assert not group.released
-    mapped.unmap().wait()
 
 
 def test_map_after_destroy_raises_invalid_handle() -> None:

@@ -58,6 +58,9 @@ SPEC_ALL = [
     "OVX_API_SUCCESS",
     "OVX_API_ERROR",
     "__version__",
+    # 0.3.0 additions
+    "CloneOperation",
+    "CloneResult",
 ]
 
 
