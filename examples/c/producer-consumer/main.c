@@ -28,6 +28,9 @@
 #define CONSUMER_PERIOD_NS 5000000L /* one look every 5 ms */
 
 /* Returns from the calling function with the status when it is not OK. */
+/* Reads retried while the floor moves on under them (each retry sees a newer floor). */
+#define MAX_READ_ATTEMPTS 10000
+
 #define TRY(expr)                                                                              \
     do {                                                                                       \
         ovstage_api_status_t try_status_ = (expr);                                             \
@@ -266,7 +269,10 @@ static uint32_t sensor_of(shared_t* s, ovx_primpath_list_t list, uint32_t entry)
 /*
  * Reads the temperature and position of every sensor as of ordinal `at` into c->final_*.
  * `at` must be sealed: a read at an ordinal whose changes are still above the write floor is
- * refused (the snapshot at that ordinal is not decided yet), so the consumer reads at the floor.
+ * refused (that snapshot is not decided yet), so the consumer reads at the floor it fetched.
+ * The stage keeps only the newest sealed value of each cell, so when the producer has sealed a
+ * newer frame in between, the snapshot at `at` is gone and the read reports OUT_OF_RANGE
+ * (returned here quietly: the caller fetches the floor again and retries).
  */
 static ovstage_api_status_t read_at(consumer_t* c, ovstage_ordinal_t at)
 {
@@ -278,8 +284,15 @@ static ovstage_api_status_t read_at(consumer_t* c, ovstage_ordinal_t at)
     ovstage_api_status_t status;
     uint32_t k;
 
-    TRY(complete(s->inst, "ovstage_read_attributes",
-                 ovstage_read_attributes(s->inst, s->query, attributes, 2, latest, &read)));
+    ovstage_enqueue_result_t enqueued =
+        ovstage_read_attributes(s->inst, s->query, attributes, 2, latest, &read);
+    if (enqueued.status == OVSTAGE_ERROR_OUT_OF_RANGE) {
+        return enqueued.status; /* decided at once: the frame at `at` was already replaced */
+    }
+    if (enqueued.status != OVSTAGE_OK) {
+        return report("ovstage_read_attributes", enqueued.status);
+    }
+    /* fetch_read_next waits for the read; a failed read hands out its own status. */
     while ((status = ovstage_fetch_read_next(s->inst, read, OVSTAGE_TIMEOUT_INFINITE, &group)) ==
            OVSTAGE_OK) {
         const DLTensor* t = &group.data.tensors[0];
@@ -301,9 +314,18 @@ static ovstage_api_status_t read_at(consumer_t* c, ovstage_ordinal_t at)
         }
         TRY(ovstage_release_group(s->inst, &group)); /* after copying out what we need */
     }
+    if (status == OVSTAGE_ERROR_OUT_OF_RANGE) {
+        /* The read op failed with it: release the op and the read, then let the caller retry. */
+        ovstage_op_wait_result_t waited;
+        (void)ovstage_wait_op(s->inst, enqueued.op_index, OVSTAGE_TIMEOUT_INFINITE, &waited);
+        TRY(ovstage_release_op(s->inst, enqueued.op_index));
+        TRY(complete(s->inst, "ovstage_release_read", ovstage_release_read(s->inst, read)));
+        return status;
+    }
     if (status != OVSTAGE_ERROR_END_OF_ITERATION) {
         return report("ovstage_fetch_read_next", status);
     }
+    TRY(finish(s->inst, "ovstage_read_attributes", enqueued.op_index, OVSTAGE_TIMEOUT_INFINITE));
     return complete(s->inst, "ovstage_release_read", ovstage_release_read(s->inst, read));
 }
 
@@ -325,9 +347,20 @@ static int frame_of(const consumer_t* c)
 static ovstage_api_status_t consume_once(consumer_t* c)
 {
     ovstage_ordinal_t floor = 0;
-    int frame;
-    TRY(write_floor(c->shared, &floor));
-    TRY(read_at(c, floor));
+    ovstage_api_status_t status;
+    int frame, attempt;
+    /* Retry while the producer seals a newer frame between the floor query and the read. */
+    for (attempt = 0;; ++attempt) {
+        TRY(write_floor(c->shared, &floor));
+        status = read_at(c, floor);
+        if (status != OVSTAGE_ERROR_OUT_OF_RANGE) {
+            break;
+        }
+        if (attempt == MAX_READ_ATTEMPTS) {
+            return report("ovstage_read_attributes (the floor kept moving)", status);
+        }
+    }
+    TRY(status);
     frame = frame_of(c);
     c->reads++;
     c->inconsistent |= frame < 0;
