@@ -27,6 +27,7 @@ import (
 
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/column"
+	"github.com/ovstage-go/ovstage/core/pathdict"
 	"github.com/ovstage-go/ovstage/core/sched"
 	"github.com/ovstage-go/ovstage/core/status"
 	"github.com/ovstage-go/ovstage/core/tensor"
@@ -783,24 +784,28 @@ func envInt(name string, def int) int {
 	return def
 }
 
-func TestModelRandomOps(t *testing.T) {
-	seeds := envInt("OVSTAGE_MODEL_SEEDS", 32)
-	steps := envInt("OVSTAGE_MODEL_STEPS", 1000)
-	if testing.Short() {
-		seeds, steps = 4, 200
-	}
-	dict := NewStage("model-dict", Config{}).Dictionary()
-	prims := make([]uint64, len(modelPaths))
+// internModel interns the model's prim paths and attribute names in a stage's dictionary.
+func internModel(t *testing.T, dict *pathdict.Dictionary) (prims, attrs []uint64) {
+	prims = make([]uint64, len(modelPaths))
 	for i, path := range modelPaths {
 		p, err := dict.InternPath(path)
 		require.NoError(t, err)
 		prims[i] = p
 	}
-	attrs := make([]uint64, len(modelAttrs))
+	attrs = make([]uint64, len(modelAttrs))
 	for i, a := range modelAttrs {
 		tok, err := dict.InternToken(a.name)
 		require.NoError(t, err)
 		attrs[i] = tok
+	}
+	return prims, attrs
+}
+
+func TestModelRandomOps(t *testing.T) {
+	seeds := envInt("OVSTAGE_MODEL_SEEDS", 32)
+	steps := envInt("OVSTAGE_MODEL_STEPS", 1000)
+	if testing.Short() {
+		seeds, steps = 4, 200
 	}
 	total := map[string]int{}
 	for seed := 1; seed <= seeds; seed++ {
@@ -812,8 +817,9 @@ func TestModelRandomOps(t *testing.T) {
 				cfg.ReadAdmission = column.ReferenceParity
 			}
 			s := NewStage("model", cfg)
+			prims, attrs := internModel(t, s.Dictionary())
 			d := &driver{t: t, rng: rand.New(rand.NewSource(int64(seed))), s: s, parity: parity,
-				m: newGoModel(s.isUnder), prims: slices.Clone(prims), attrs: attrs, counts: map[string]int{},
+				m: newGoModel(s.isUnder), prims: prims, attrs: attrs, counts: map[string]int{},
 				clones: map[uint64]CloneReport{}}
 			defer func() {
 				d.openGate()

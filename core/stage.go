@@ -102,7 +102,7 @@ type Config struct {
 // NewStage creates a stage and registers it.
 func NewStage(name string, cfg Config) *Stage {
 	s := &Stage{
-		ID: newHandle(), Name: name, dict: pathdict.Global(), pool: sched.NewPool(cfg.Workers),
+		ID: newHandle(), Name: name, dict: pathdict.New(), pool: sched.NewPool(cfg.Workers),
 		ops: map[uint64]*sched.Op{}, sameOrdinalTail: map[uint64]*sched.Op{},
 		pendingMutations: map[*sched.Op]*stageOp{}, pendingAdvances: map[*sched.Op]uint64{},
 		columns: map[uint64][]*column.Column{}, readAdmission: cfg.ReadAdmission,
@@ -132,7 +132,7 @@ func Lookup(id uint64) (*Stage, error) {
 	return s, nil
 }
 
-// Dictionary is the path dictionary the stage uses (process-shared).
+// Dictionary is the stage's own path dictionary.
 func (s *Stage) Dictionary() *pathdict.Dictionary { return s.dict }
 
 // Destroy waits for pending ops, then releases every handle, group and column. Exported
