@@ -225,6 +225,18 @@ def test_list_ownership_is_shared_by_every_wrapper_of_a_stage(stage) -> None:
         plist.release()
 
 
+def test_destroy_path_list_releases_one_reference_per_call(paths) -> None:
+    plist = paths.create_path_list_from_strings(["/A"])
+    paths.add_path_list_reference(plist)
+    paths.destroy_path_list(plist)  # the PathList itself: still the added reference first
+    assert not plist.released
+    assert paths.path_list_count(plist) == 1
+    paths.destroy_path_list(plist)
+    assert plist.released
+    with pytest.raises(OvxError, match="not found"):
+        paths.path_list_count(int(plist))
+
+
 def test_a_list_outliving_its_stage_is_released_silently() -> None:
     stage = ovstage.Stage("outlived")
     plist = ovstage.PathDictionary(stage).create_path_list_from_strings(["/A"])
