@@ -18,9 +18,8 @@ import (
 	"github.com/ovstage-go/ovstage/core/status"
 )
 
-// The path dictionary slots serve the instance's dictionary. The engine has one dictionary for
-// the whole process, so today every instance's dictionary is that one (tokens, paths and lists
-// are shared by all instances; see docs/c-api.md). Results are ovx_api_result_t: an error's
+// The path dictionary slots serve the instance's own dictionary: tokens, paths and lists of one
+// instance are refused by every other (core/pathdict). Results are ovx_api_result_t: an error's
 // text is malloc'd for the caller, who frees it with release_error.
 
 type dictResult = C.ovx_api_result_t
@@ -273,25 +272,25 @@ func ovsgo_pd_release_path_list_reference(ctx C.uintptr_t, list C.uint64_t, res 
 	finishDict(res, fn, err)
 }
 
-// tokenTexts holds the NUL-terminated C copy of each token string handed out: the views stay
-// valid as long as the dictionary, which lives as long as the process.
+// tokenTexts holds the NUL-terminated C copy of each token string handed out, by text (one
+// copy serves every instance's token of that text): the views outlive every dictionary.
 var tokenTexts struct {
 	sync.Mutex
-	m map[uint64]*C.char
+	m map[string]*C.char
 }
 
-func tokenText(tok uint64, s string) *C.char {
+func tokenText(s string) *C.char {
 	tokenTexts.Lock()
 	defer tokenTexts.Unlock()
-	if p, ok := tokenTexts.m[tok]; ok {
+	if p, ok := tokenTexts.m[s]; ok {
 		return p
 	}
 	if tokenTexts.m == nil {
-		tokenTexts.m = map[uint64]*C.char{}
+		tokenTexts.m = map[string]*C.char{}
 	}
 	p := C.CString(s)
 	C.ovs_retain_forever(unsafe.Pointer(p))
-	tokenTexts.m[tok] = p
+	tokenTexts.m[s] = p
 	return p
 }
 
@@ -318,7 +317,7 @@ func ovsgo_pd_get_strings_from_tokens(ctx C.uintptr_t, tokens unsafe.Pointer, n 
 			if err != nil {
 				return fmt.Errorf("tokens[%d]: %w", i, err)
 			}
-			views[i] = C.ovx_string_t{ptr: tokenText(t, s), length: C.size_t(len(s))}
+			views[i] = C.ovx_string_t{ptr: tokenText(s), length: C.size_t(len(s))}
 		}
 		copy(dst, views)
 		return nil

@@ -5,7 +5,6 @@ import (
 
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/column"
-	"github.com/ovstage-go/ovstage/core/pathdict"
 	"github.com/ovstage-go/ovstage/core/status"
 	"github.com/ovstage-go/ovstage/core/tensor"
 )
@@ -90,7 +89,7 @@ func (s *Stage) derivedGroupsLocked(q *Query, a uint64, name string, end uint64)
 		case BuiltinPath:
 			row = []uint64{p}
 		case BuiltinParent:
-			if parent := s.dict.Parent(p); parent != 0 && parent != pathdict.Root {
+			if parent := s.dict.Parent(p); parent != 0 && parent != s.dict.Root() {
 				row = []uint64{parent}
 			}
 		case BuiltinChildren:

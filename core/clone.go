@@ -8,7 +8,6 @@ import (
 
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/column"
-	"github.com/ovstage-go/ovstage/core/pathdict"
 	"github.com/ovstage-go/ovstage/core/sched"
 	"github.com/ovstage-go/ovstage/core/status"
 )
@@ -69,7 +68,7 @@ func (s *Stage) cloneTargets(src uint64, source string, targets []string) ([]uin
 		if err != nil {
 			return nil, status.Errorf(status.InvalidArgument, "clone: target_paths[%d]: %v (not a valid prim path)", i, err)
 		}
-		if d == pathdict.Root {
+		if d == s.dict.Root() {
 			return nil, status.Errorf(status.InvalidArgument, "clone: target_paths[%d] is %q, the pseudo-root, not a prim path", i, t)
 		}
 		if j, dup := seen[d]; dup {

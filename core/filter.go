@@ -203,7 +203,7 @@ func (s *Stage) matchDerivedLocked(name string, p Predicate, prims []uint64, kee
 	}
 	for k, prim := range prims {
 		parent := s.dict.Parent(prim)
-		hasParent := parent != 0 && parent != pathdict.Root
+		hasParent := parent != 0 && parent != s.dict.Root()
 		switch {
 		case name == BuiltinPath && p.Op == OpHas:
 			keep[k] = true

@@ -171,7 +171,7 @@ func (s *Stage) relationsLocked(paths []uint64, ordinal uint64, relation int32) 
 		var related []uint64
 		switch relation {
 		case RelationParent:
-			if parent != 0 && parent != pathdict.Root {
+			if parent != 0 && parent != s.dict.Root() {
 				related = []uint64{parent}
 			}
 		case RelationChildren:
@@ -179,7 +179,7 @@ func (s *Stage) relationsLocked(paths []uint64, ordinal uint64, relation int32) 
 				related = append(related, c)
 			}
 		case RelationSiblings: // a top-level prim has none (the pseudo-root is no parent)
-			if parent == 0 || parent == pathdict.Root {
+			if parent == 0 || parent == s.dict.Root() {
 				break
 			}
 			for c := range s.childrenLocked(parent) {
@@ -505,7 +505,7 @@ func (s *Stage) computeWorldMatrices(op *sched.Op, toks hierarchyTokens, ordinal
 	worlds := map[uint64]mat4{}
 	var world func(p uint64) mat4
 	world = func(p uint64) mat4 {
-		if p == 0 || p == pathdict.Root {
+		if p == 0 || p == s.dict.Root() {
 			return identity
 		}
 		if w, ok := worlds[p]; ok {

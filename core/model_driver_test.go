@@ -27,6 +27,7 @@ import (
 
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/column"
+	"github.com/ovstage-go/ovstage/core/pathdict"
 	"github.com/ovstage-go/ovstage/core/sched"
 	"github.com/ovstage-go/ovstage/core/status"
 	"github.com/ovstage-go/ovstage/core/tensor"
@@ -804,6 +805,23 @@ func envInt(name string, def int) int {
 	return def
 }
 
+// internModel interns the model's prim paths and attribute names in a stage's dictionary.
+func internModel(t *testing.T, dict *pathdict.Dictionary) (prims, attrs []uint64) {
+	prims = make([]uint64, len(modelPaths))
+	for i, path := range modelPaths {
+		p, err := dict.InternPath(path)
+		require.NoError(t, err)
+		prims[i] = p
+	}
+	attrs = make([]uint64, len(modelAttrs))
+	for i, a := range modelAttrs {
+		tok, err := dict.InternToken(a.name)
+		require.NoError(t, err)
+		attrs[i] = tok
+	}
+	return prims, attrs
+}
+
 // TestModelRandomOps runs the model test under each ordinal admission policy: FLOOR_ONLY (only
 // the floors refuse ordinals), NONDECREASING (the default) and STRICTLY_INCREASING.
 func TestModelRandomOps(t *testing.T) {
@@ -821,19 +839,6 @@ func runModel(t *testing.T, policy AdmissionPolicy) {
 	if testing.Short() {
 		seeds, steps = 4, 200
 	}
-	dict := NewStage("model-dict", Config{}).Dictionary()
-	prims := make([]uint64, len(modelPaths))
-	for i, path := range modelPaths {
-		p, err := dict.InternPath(path)
-		require.NoError(t, err)
-		prims[i] = p
-	}
-	attrs := make([]uint64, len(modelAttrs))
-	for i, a := range modelAttrs {
-		tok, err := dict.InternToken(a.name)
-		require.NoError(t, err)
-		attrs[i] = tok
-	}
 	total := map[string]int{}
 	for seed := 1; seed <= seeds; seed++ {
 		t.Run("seed"+strconv.Itoa(seed), func(t *testing.T) {
@@ -844,8 +849,9 @@ func runModel(t *testing.T, policy AdmissionPolicy) {
 				cfg.ReadAdmission = column.ReferenceParity
 			}
 			s := NewStage("model", cfg)
+			prims, attrs := internModel(t, s.Dictionary())
 			d := &driver{t: t, rng: rand.New(rand.NewSource(int64(seed))), s: s, parity: parity,
-				m: newGoModel(policy, s.isUnder), prims: slices.Clone(prims), attrs: attrs, counts: map[string]int{},
+				m: newGoModel(policy, s.isUnder), prims: prims, attrs: attrs, counts: map[string]int{},
 				clones: map[uint64]CloneReport{}}
 			defer func() {
 				d.openGate()

@@ -4,16 +4,19 @@ import (
 	"iter"
 	"math/bits"
 	"slices"
+
+	"github.com/ovstage-go/ovstage/core/pathdict"
 )
 
-// primSet is the set of prims that exist in a stage. Path ids are dense process-wide indices,
-// so a stage holding a large share of them keeps one bit per id; a sparse set (few prims with
-// large ids) falls back to a map. The parent -> children index that usd-children reads need
+// primSet is the set of prims that exist in a stage. The paths of one dictionary differ only in
+// a dense index (pathdict.IndexMask), so a stage holding a large share of its dictionary's paths
+// keeps one bit per index; a sparse set (few prims with large indices) falls back to a map. The parent -> children index that usd-children reads need
 // is built on first use and maintained from then on, so stages that never read usd-children
 // do not pay for it.
 type primSet struct {
 	n        int
-	bits     []uint64            // bitset over path ids, while dense
+	tag      uint64              // the high bits shared by every path in bits
+	bits     []uint64            // bitset over path indices, while dense
 	sparse   map[uint64]struct{} // once too sparse for bits
 	children map[uint64]map[uint64]struct{}
 }
@@ -29,8 +32,9 @@ func (s *primSet) has(p uint64) bool {
 		_, ok := s.sparse[p]
 		return ok
 	}
-	w := p / 64
-	return w < uint64(len(s.bits)) && s.bits[w]&(1<<(p%64)) != 0
+	i := p & pathdict.IndexMask
+	w := i / 64
+	return p&^pathdict.IndexMask == s.tag && w < uint64(len(s.bits)) && s.bits[w]&(1<<(i%64)) != 0
 }
 
 // add inserts p; it reports whether p was new. parent gives a prim's parent path.
@@ -39,14 +43,18 @@ func (s *primSet) add(p uint64, parent func(uint64) uint64) bool {
 		return false
 	}
 	s.n++
+	if s.n == 1 && s.sparse == nil {
+		s.tag = p &^ pathdict.IndexMask
+	}
+	i := p & pathdict.IndexMask
 	switch {
 	case s.sparse != nil:
 		s.sparse[p] = struct{}{}
-	case bitsWorthIt(p, s.n):
-		if w := p / 64; w >= uint64(len(s.bits)) {
+	case p&^pathdict.IndexMask == s.tag && bitsWorthIt(i, s.n):
+		if w := i / 64; w >= uint64(len(s.bits)) {
 			s.bits = append(s.bits, make([]uint64, w+1-uint64(len(s.bits))+uint64(len(s.bits))/4)...)
 		}
-		s.bits[p/64] |= 1 << (p % 64)
+		s.bits[i/64] |= 1 << (i % 64)
 	default:
 		sparse := make(map[uint64]struct{}, s.n)
 		for q := range s.all() {
@@ -70,7 +78,8 @@ func (s *primSet) remove(p uint64, parent func(uint64) uint64) bool {
 	if s.sparse != nil {
 		delete(s.sparse, p)
 	} else {
-		s.bits[p/64] &^= 1 << (p % 64)
+		i := p & pathdict.IndexMask
+		s.bits[i/64] &^= 1 << (i % 64)
 	}
 	if s.children != nil {
 		par := parent(p)
@@ -105,7 +114,7 @@ func (s *primSet) all() iter.Seq[uint64] {
 		for w, word := range s.bits {
 			for word != 0 {
 				b := uint64(bits.TrailingZeros64(word))
-				if !yield(uint64(w)*64 + b) {
+				if !yield(s.tag | (uint64(w)*64 + b)) {
 					return
 				}
 				word &^= 1 << b

@@ -286,5 +286,5 @@ func TestTokenZeroIsNotAValidToken(t *testing.T) {
 	_, _, err = f.s.Query([]Predicate{{Attr: 0, Op: OpHas}}, nil)
 	assert.ErrorContains(t, err, "filter predicate 0 attribute: token 0 is not a valid token")
 	_, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: 1 << 60, Ordinal: 1, Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}})
-	assert.ErrorContains(t, err, "attribute: token 1152921504606846976 is not a token of the path dictionary")
+	assert.ErrorContains(t, err, "attribute: token 1152921504606846976 is not a token of this stage's path dictionary")
 }

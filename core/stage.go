@@ -130,7 +130,7 @@ func NewStage(name string, cfg Config) *Stage {
 		panic(err)
 	}
 	s := &Stage{
-		ID: newHandle(), Name: name, dict: pathdict.Global(), pool: sched.NewPool(cfg.Workers),
+		ID: newHandle(), Name: name, dict: pathdict.New(), pool: sched.NewPool(cfg.Workers),
 		ops: map[uint64]*sched.Op{}, sameOrdinalTail: map[uint64]*sched.Op{},
 		pendingMutations: map[*sched.Op]*stageOp{}, pendingAdvances: map[*sched.Op]uint64{},
 		pendingBarriers: map[*sched.Op]bool{}, attrPending: map[uint64]*attrPending{},
@@ -162,7 +162,7 @@ func Lookup(id uint64) (*Stage, error) {
 	return s, nil
 }
 
-// Dictionary is the path dictionary the stage uses (process-shared).
+// Dictionary is the stage's own path dictionary.
 func (s *Stage) Dictionary() *pathdict.Dictionary { return s.dict }
 
 // Destroy waits for pending ops, then releases every handle, group and column. Exported

@@ -108,15 +108,15 @@ func (s *Stage) resolveAttribute(tok uint64, name, arg string) (uint64, error) {
 }
 
 // InvalidToken is the error for an attribute argument arg holding token tok, which names no
-// attribute: 0 (never a token) or a value the path dictionary never issued.
+// attribute: 0 (never a token) or a value this stage's path dictionary never issued.
 func InvalidToken(arg string, tok uint64) error {
 	if tok == 0 {
 		return status.Errorf(status.InvalidArgument, "%s: token 0 is not a valid token", arg)
 	}
-	return status.Errorf(status.InvalidArgument, "%s: token %d is not a token of the path dictionary", arg, tok)
+	return status.Errorf(status.InvalidArgument, "%s: token %d is not a token of this stage's path dictionary", arg, tok)
 }
 
-// validToken reports whether tok is a token of the path dictionary (0 never is).
+// validToken reports whether tok is a token of this stage's path dictionary (0 never is).
 func (s *Stage) validToken(tok uint64) bool {
 	if tok == 0 {
 		return false

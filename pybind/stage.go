@@ -5,7 +5,6 @@ import (
 
 	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/buffer"
-	"github.com/ovstage-go/ovstage/core/pathdict"
 )
 
 // CreateStage creates a stage; workers <= 0 uses one worker per CPU. policy is the ordinal
@@ -72,11 +71,11 @@ func GetLastOpError(stageID, op uint64) (string, error) {
 }
 
 // Diagnostics returns live object counts: "ops queries reads groups columns buffers
-// ordinal_queries maps path_lists" (buffers and path lists are process-wide).
+// ordinal_queries maps path_lists" (buffers are process-wide, path lists the stage's).
 func Diagnostics(stageID uint64) (string, error) {
 	return withStage(stageID, func(s *core.Stage) (string, error) {
 		d := s.Diagnostics()
 		return fmt.Sprintf("%d %d %d %d %d %d %d %d %d", d.Ops, d.Queries, d.Reads, d.Groups, d.Columns,
-			buffer.LiveCount(), d.OrdinalQueries, d.Maps, pathdict.Global().LiveLists()), nil
+			buffer.LiveCount(), d.OrdinalQueries, d.Maps, s.Dictionary().LiveLists()), nil
 	})
 }

@@ -128,8 +128,8 @@ func checkPath(t *testing.T, d *Dictionary, s string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if (p == Root) != (len(toks) == 0) || (p == Root) != (str == "/") {
-		t.Fatalf("%q: root %v but %d components, string %q", s, p == Root, len(toks), str)
+	if (p == d.Root()) != (len(toks) == 0) || (p == d.Root()) != (str == "/") {
+		t.Fatalf("%q: root %v but %d components, string %q", s, p == d.Root(), len(toks), str)
 	}
 	parts := make([]string, len(toks))
 	for i, tok := range toks {

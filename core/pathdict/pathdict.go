@@ -1,7 +1,10 @@
-// Package pathdict is the process-wide path dictionary: interned tokens,
-// interned prim paths (sequences of component tokens) and refcounted, never-deduplicated path
-// lists. All ids are uint64 with 0 invalid. It is shared by every stage and safe for concurrent
-// use.
+// Package pathdict is a stage's path dictionary: interned tokens, interned prim paths
+// (sequences of component tokens) and refcounted, never-deduplicated path lists. Every stage
+// owns one; it is safe for concurrent use.
+//
+// All handles are uint64 with 0 invalid. A handle carries the dictionary that minted it and its
+// kind (see handles.go), so a token, path or list of one dictionary is refused by every other
+// one, and a token is never taken for a path or a list (nor the other way round).
 package pathdict
 
 import (
@@ -36,22 +39,21 @@ type pathList struct {
 
 // Dictionary interns tokens and paths and owns path lists.
 type Dictionary struct {
+	tags     tags // this dictionary's handle tags, fixed at New
 	mu       sync.RWMutex
 	tokenIDs map[string]Token
-	tokens   []string // index = token id (0 unused)
+	tokens   []string // by token index (0 unused)
 	pathIDs  map[[2]uint64]Path
-	paths    []pathEntry // index = path id; id 1 is the root "/"
+	paths    []pathEntry // by path index; index 1 is the root "/"
 	listMu   sync.Mutex
 	lists    map[ListID]*pathList
-	nextList ListID
+	nextList uint64 // index of the last list made
 }
-
-// Root is the id of the absolute root path "/" (zero components).
-const Root Path = 1
 
 // New returns an empty dictionary holding only the root path.
 func New() *Dictionary {
 	return &Dictionary{
+		tags:     newTags(),
 		tokenIDs: map[string]Token{},
 		tokens:   []string{""},
 		pathIDs:  map[[2]uint64]Path{},
@@ -60,10 +62,8 @@ func New() *Dictionary {
 	}
 }
 
-var global = New()
-
-// Global is the process-wide dictionary shared by all stages.
-func Global() *Dictionary { return global }
+// Root is the handle of the absolute root path "/" (zero components).
+func (d *Dictionary) Root() Path { return d.tags.path | rootIndex }
 
 func checkString(s, kind string) error {
 	if s == "" {
@@ -100,7 +100,7 @@ func (d *Dictionary) internTokenLocked(s string) Token {
 		return t
 	}
 	s = strings.Clone(s)
-	t := Token(len(d.tokens))
+	t := d.tags.token | uint64(len(d.tokens))
 	d.tokens = append(d.tokens, s)
 	d.tokenIDs[s] = t
 	return t
@@ -110,10 +110,23 @@ func (d *Dictionary) internTokenLocked(s string) Token {
 func (d *Dictionary) TokenString(t Token) (string, error) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	if t == 0 || t >= Token(len(d.tokens)) {
-		return "", errorf("Token " + itoa(t) + " was not found")
+	i, ok := d.tokenIndexLocked(t)
+	if !ok {
+		return "", d.notFound(t, kindToken)
 	}
-	return d.tokens[t], nil
+	return d.tokens[i], nil
+}
+
+// tokenIndexLocked is the index of token t, if t is a token of this dictionary.
+func (d *Dictionary) tokenIndexLocked(t Token) (uint64, bool) {
+	i, ok := d.tags.index(t, d.tags.token)
+	return i, ok && i != 0 && i < uint64(len(d.tokens))
+}
+
+// pathIndexLocked is the index of path p, if p is a path of this dictionary.
+func (d *Dictionary) pathIndexLocked(p Path) (uint64, bool) {
+	i, ok := d.tags.index(p, d.tags.path)
+	return i, ok && i != 0 && i < uint64(len(d.paths))
 }
 
 // ParsePath splits an absolute prim path string into its components: "/" is the root (no
@@ -159,11 +172,11 @@ func (d *Dictionary) InternPath(s string) (Path, error) {
 		return 0, err
 	}
 	if len(comps) == 0 {
-		return Root, nil
+		return d.Root(), nil
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	p := Root
+	p := d.Root()
 	for _, c := range comps {
 		p = d.childLocked(p, d.internTokenLocked(c))
 	}
@@ -175,8 +188,8 @@ func (d *Dictionary) childLocked(parent Path, last Token) Path {
 	if p, ok := d.pathIDs[key]; ok {
 		return p
 	}
-	p := Path(len(d.paths))
-	d.paths = append(d.paths, pathEntry{parent: parent, last: last, depth: d.paths[parent].depth + 1})
+	p := d.tags.path | uint64(len(d.paths))
+	d.paths = append(d.paths, pathEntry{parent: parent, last: last, depth: d.paths[parent&indexMask].depth + 1})
 	d.pathIDs[key] = p
 	return p
 }
@@ -187,49 +200,51 @@ func (d *Dictionary) childLocked(parent Path, last Token) Path {
 func (d *Dictionary) PathFromTokens(toks []Token) (Path, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	p := Root
+	p := d.Root()
 	for i, t := range toks {
-		if t == 0 || t >= Token(len(d.tokens)) {
-			return 0, errorf("Token " + itoa(t) + " was not found")
+		ti, ok := d.tokenIndexLocked(t)
+		if !ok {
+			return 0, errorf("tokens[" + itoa(uint64(i)) + "]: " + d.notFound(t, kindToken).Error())
 		}
-		if err := checkComponent(d.tokens[t]); err != nil {
-			return 0, errorf("tokens[" + itoa(uint64(i)) + "]: token " + quote(d.tokens[t]) + " cannot be a path component: it " + err.Error())
+		if err := checkComponent(d.tokens[ti]); err != nil {
+			return 0, errorf("tokens[" + itoa(uint64(i)) + "]: token " + quote(d.tokens[ti]) + " cannot be a path component: it " + err.Error())
 		}
 		p = d.childLocked(p, t)
 	}
 	return p, nil
 }
 
-func (d *Dictionary) validPathLocked(p Path) bool { return p != 0 && p < Path(len(d.paths)) }
-
-// ValidPath reports whether p is a path id of this dictionary.
+// ValidPath reports whether p is a path of this dictionary.
 func (d *Dictionary) ValidPath(p Path) bool {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	return d.validPathLocked(p)
+	_, ok := d.pathIndexLocked(p)
+	return ok
 }
 
 // Parent returns the parent of p (0 for the root or an unknown path).
 func (d *Dictionary) Parent(p Path) Path {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	if !d.validPathLocked(p) {
+	i, ok := d.pathIndexLocked(p)
+	if !ok {
 		return 0
 	}
-	return d.paths[p].parent
+	return d.paths[i].parent
 }
 
 // Tokens returns the component tokens of p (empty for the root).
 func (d *Dictionary) Tokens(p Path) ([]Token, error) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	if !d.validPathLocked(p) {
-		return nil, errorf("Path " + itoa(p) + " was not found")
+	i, ok := d.pathIndexLocked(p)
+	if !ok {
+		return nil, d.notFound(p, kindPath)
 	}
-	toks := make([]Token, d.paths[p].depth)
-	for i := len(toks) - 1; i >= 0; i-- {
-		toks[i] = d.paths[p].last
-		p = d.paths[p].parent
+	toks := make([]Token, d.paths[i].depth)
+	for k := len(toks) - 1; k >= 0; k-- {
+		toks[k] = d.paths[i].last
+		i = d.paths[i].parent & indexMask
 	}
 	return toks, nil
 }
@@ -238,16 +253,17 @@ func (d *Dictionary) Tokens(p Path) ([]Token, error) {
 func (d *Dictionary) PathString(p Path) (string, error) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	if !d.validPathLocked(p) {
-		return "", errorf("Path " + itoa(p) + " was not found")
+	i, ok := d.pathIndexLocked(p)
+	if !ok {
+		return "", d.notFound(p, kindPath)
 	}
-	if p == Root {
+	if i == rootIndex {
 		return "/", nil
 	}
-	parts := make([]string, d.paths[p].depth)
-	for i := len(parts) - 1; i >= 0; i-- {
-		parts[i] = d.tokens[d.paths[p].last]
-		p = d.paths[p].parent
+	parts := make([]string, d.paths[i].depth)
+	for k := len(parts) - 1; k >= 0; k-- {
+		parts[k] = d.tokens[d.paths[i].last&indexMask]
+		i = d.paths[i].parent & indexMask
 	}
 	return "/" + strings.Join(parts, "/"), nil
 }
@@ -259,8 +275,11 @@ func (d *Dictionary) CreateList(paths []Path) (ListID, error) {
 	}
 	d.listMu.Lock()
 	defer d.listMu.Unlock()
+	if d.nextList == indexMask {
+		return 0, errorf("the path dictionary has made its last path list handle")
+	}
 	d.nextList++
-	id := d.nextList
+	id := d.tags.list | d.nextList
 	d.lists[id] = &pathList{paths: append([]Path(nil), paths...), refs: 1}
 	return id, nil
 }
@@ -269,8 +288,8 @@ func (d *Dictionary) checkPaths(paths []Path) error {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	for i, p := range paths {
-		if !d.validPathLocked(p) {
-			return errorf("paths[" + itoa(uint64(i)) + "]: Path " + itoa(p) + " was not found")
+		if _, ok := d.pathIndexLocked(p); !ok {
+			return errorf("paths[" + itoa(uint64(i)) + "]: " + d.notFound(p, kindPath).Error())
 		}
 	}
 	return nil
@@ -289,7 +308,7 @@ func (d *Dictionary) CreateListFromStrings(strs []string) (ListID, error) {
 	return d.CreateList(paths)
 }
 
-func listNotFound(id ListID) error { return errorf("Path list handle was not found: " + itoa(id)) }
+func (d *Dictionary) listNotFound(id ListID) error { return d.notFound(id, kindList) }
 
 // AddRef adds a reference to a list; 0 is a no-op.
 func (d *Dictionary) AddRef(id ListID) error {
@@ -300,7 +319,7 @@ func (d *Dictionary) AddRef(id ListID) error {
 	defer d.listMu.Unlock()
 	l, ok := d.lists[id]
 	if !ok {
-		return listNotFound(id)
+		return d.listNotFound(id)
 	}
 	l.refs++
 	return nil
@@ -315,7 +334,7 @@ func (d *Dictionary) Release(id ListID) (int, error) {
 	defer d.listMu.Unlock()
 	l, ok := d.lists[id]
 	if !ok {
-		return 0, listNotFound(id)
+		return 0, d.listNotFound(id)
 	}
 	l.refs--
 	if l.refs == 0 {
@@ -330,7 +349,7 @@ func (d *Dictionary) ListPaths(id ListID) ([]Path, error) {
 	defer d.listMu.Unlock()
 	l, ok := d.lists[id]
 	if !ok {
-		return nil, listNotFound(id)
+		return nil, d.listNotFound(id)
 	}
 	return l.paths, nil
 }

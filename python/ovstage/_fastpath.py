@@ -73,8 +73,8 @@ for _name in (
     if _dt.lanes == 1:
         _DTYPES[np.dtype(_name)] = (int(_dt.code), int(_dt.bits))
 
-# Attribute name -> token (the path dictionary is process-wide and tokens never expire).
-_TOKENS: dict[str, int] = {}
+# Each stage caches attribute name -> token in ``stage._token_cache`` (tokens are the stage's
+# own and never expire while it lives); a cache this full starts over.
 _TOKEN_CACHE_MAX = 4096
 
 # Reads a pointer-sized value at an address (the array's data pointer).
@@ -115,19 +115,20 @@ _data_offset: int = _DATA_OFFSET or 0
 _PADS = ((), (0, 0, 0), (0, 0), (0,), ())
 
 
-def token_of(name: str) -> int:
-    """The token of an attribute name, cached (0 if it cannot be interned: the engine reports
-    why when it is handed the name)."""
-    token = _TOKENS.get(name)
+def token_of(stage: Stage, name: str) -> int:
+    """The token of an attribute name in the stage's dictionary, cached (0 if it cannot be
+    interned: the engine reports why when it is handed the name)."""
+    cache = stage._token_cache
+    token = cache.get(name)
     if token is not None:
         return token
     try:
-        token = call(native.InternToken, name)
+        token = call(native.InternToken, stage._id, name)
     except (OvxError, OvstageError, ValueError):  # empty, NUL, ...: the general path reports
         return 0
-    if len(_TOKENS) >= _TOKEN_CACHE_MAX:
-        _TOKENS.clear()
-    _TOKENS[name] = token
+    if len(cache) >= _TOKEN_CACHE_MAX:
+        cache.clear()
+    cache[name] = token
     return token
 
 
@@ -153,7 +154,7 @@ def write(
         return None
     cls = attribute.__class__
     if cls is str:
-        token = _TOKENS.get(attribute) or token_of(attribute)
+        token = stage._token_cache.get(attribute) or token_of(stage, attribute)
     elif cls is int and 0 < attribute <= _UINT64_MAX:
         token = attribute
     else:

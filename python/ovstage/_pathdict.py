@@ -1,32 +1,29 @@
-"""``PathDictionary`` and ``PathList``.
+"""``PathDictionary``, ``PathList`` and the per-stage bookkeeping behind them.
 
-The dictionary is process-wide (shared by every stage), so tokens, paths and lists minted
-through one stage are valid with any other.
+Every stage owns its path dictionary: its tokens, paths and lists are refused by every other
+stage. A ``PathDictionary`` only borrows a stage's dictionary; path-list ownership is kept per
+stage (shared by every wrapper over it) in the stage's :class:`PathListBook`.
 """
 
 from __future__ import annotations
 
 import array
 import threading
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._errors import OVX_API_ERROR, OvxError
 from ._guards import as_sequence, as_str, as_uint64, string_problem
-from ._lib import call, native
+from ._lib import call, check_not_forked, native
 from ._warn import warn_finalized
 
 if TYPE_CHECKING:
     from ._stage import Stage
 
-__all__ = ["PathDictionary", "PathList"]
+__all__ = ["PathDictionary", "PathList", "PathListBook", "StageDictionary"]
 
-# Ownership of path lists, process-wide like the dictionary: the release state of each
-# handle's owning PathList, and references added through add_path_list_reference (which a
-# release through a plain int consumes first).
-_lock = threading.Lock()
-_owner_states: dict[int, dict[str, bool]] = {}
-_added_refs: dict[int, int] = {}
+_STAGE_GONE = "PathDictionary backing Stage has been destroyed"
 
 
 def _check_string(value: object, name: str, kind: str) -> str:
@@ -38,17 +35,66 @@ def _check_string(value: object, name: str, kind: str) -> str:
     return text
 
 
-def _release_owner(handle: int, state: dict[str, bool]) -> None:
-    """Release an owner's create reference (OvxError if it was already released)."""
-    with _lock:
-        if state["released"]:
-            raise OvxError(
-                OVX_API_ERROR, f"Path list handle was not found: {handle} (already released)"
-            )
-        state["released"] = True
-        if _owner_states.get(handle) is state:
-            del _owner_states[handle]
-    call(native.ReleasePathListReference, handle)
+class StageDictionary:
+    """What ``Stage.get_path_dictionary()`` returns: an opaque reference to the stage's
+    dictionary, equal on every call for one stage and different across stages (this package
+    does not run over the C library, so there is no C bundle pointer to hand out)."""
+
+    __slots__ = ("number", "stage_id")
+
+    def __init__(self, stage_id: int, number: int) -> None:
+        self.stage_id = stage_id
+        self.number = number
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StageDictionary):
+            return NotImplemented
+        return (self.stage_id, self.number) == (other.stage_id, other.number)
+
+    def __hash__(self) -> int:
+        return hash((self.stage_id, self.number))
+
+    def __repr__(self) -> str:
+        return f"StageDictionary(stage {self.stage_id}, dictionary {self.number})"
+
+
+class PathListBook:
+    """One stage's path-list ownership: the release state of each handle's owning PathList,
+    and the references added through ``add_path_list_reference`` (which a release through a
+    plain int consumes first). It holds the stage weakly."""
+
+    def __init__(self, stage: Stage) -> None:
+        self._stage = weakref.ref(stage)
+        self.stage_id: int = stage._id
+        self.lock = threading.Lock()
+        self.owners: dict[int, dict[str, bool]] = {}
+        self.added: dict[int, int] = {}
+
+    def stage_gone(self) -> bool:
+        """Whether the stage (and so its dictionary) is destroyed or collected."""
+        stage = self._stage()
+        return stage is None or stage._destroyed
+
+    def live_id(self) -> int:
+        """The stage id; OvxError once the stage is gone."""
+        if self.stage_gone():
+            raise OvxError(OVX_API_ERROR, _STAGE_GONE)
+        check_not_forked()
+        return self.stage_id
+
+    def release_owner(self, handle: int, state: dict[str, bool]) -> None:
+        """Release an owner's create reference (OvxError if it was already released). A list
+        whose stage is gone went with its dictionary: nothing is left to release."""
+        with self.lock:
+            if state["released"]:
+                raise OvxError(
+                    OVX_API_ERROR, f"Path list handle was not found: {handle} (already released)"
+                )
+            state["released"] = True
+            if self.owners.get(handle) is state:
+                del self.owners[handle]
+        if not self.stage_gone():
+            call(native.ReleasePathListReference, self.stage_id, handle)
 
 
 class PathList(int):
@@ -57,16 +103,21 @@ class PathList(int):
     ``str``, hashing and JSON behave as the int; ``copy``/``deepcopy``/``pickle`` give a
     plain ``int`` (never a second owner). ``release()`` (or leaving a ``with`` block)
     releases the create reference; a dropped, unreleased list is released by its finalizer
-    with a ``ResourceWarning``.
+    with a ``ResourceWarning`` (silently once its stage is destroyed: the list went with it).
+    ``PathList(handle, dictionary, owner)`` is made by :class:`PathDictionary` only.
     """
 
     _state: dict[str, bool]
+    _book: PathListBook
+    _dictionary: PathDictionary
 
-    def __new__(cls, handle: int) -> PathList:
+    def __new__(cls, handle: int, dictionary: PathDictionary, owner: PathListBook) -> PathList:
         self = super().__new__(cls, handle)
         self._state = {"released": False}
-        with _lock:
-            _owner_states[int(handle)] = self._state
+        self._book = owner
+        self._dictionary = dictionary
+        with owner.lock:
+            owner.owners[int(handle)] = self._state
         return self
 
     @property
@@ -76,17 +127,20 @@ class PathList(int):
 
     def release(self) -> None:
         """Release the create reference (OvxError if already released)."""
-        _release_owner(int(self), self._state)
+        self._book.release_owner(int(self), self._state)
 
     def __del__(self) -> None:
         state = getattr(self, "_state", None)
-        if state is None or state["released"]:
+        book = getattr(self, "_book", None)
+        if state is None or book is None or state["released"]:
             return
+        gone = book.stage_gone()
         try:
-            _release_owner(int(self), state)
+            book.release_owner(int(self), state)
         except Exception:
             return
-        warn_finalized("PathList", int(self))
+        if not gone:
+            warn_finalized("PathList", int(self))
 
     def __enter__(self) -> PathList:
         return self
@@ -115,29 +169,23 @@ class PathList(int):
 
 
 class PathDictionary:
-    """Interns tokens and prim paths and manages path lists.
+    """Interns tokens and prim paths and manages path lists of one stage's dictionary.
 
-    ``PathDictionary(stage)`` borrows the stage's dictionary; ``PathDictionary()`` creates a
-    private ``Stage`` named ``"ovstage-path-dictionary"`` that ``destroy()`` destroys.
+    ``PathDictionary(stage)`` borrows ``stage``'s dictionary; it does not keep the stage alive.
+    ``destroy()`` (or leaving a ``with`` block) only drops the borrow.
     """
 
-    def __init__(self, stage: Stage | None = None) -> None:
+    def __init__(self, stage: Stage) -> None:
         from ._stage import Stage
 
-        self._owned_stage: Stage | None = None
-        if stage is None:
-            stage = Stage("ovstage-path-dictionary")
-            self._owned_stage = stage
-        elif not isinstance(stage, Stage):
-            raise TypeError(f"stage must be a Stage or None, got {type(stage).__name__}")
+        if not isinstance(stage, Stage):
+            raise TypeError(f"stage must be an ovstage.Stage, got {type(stage).__name__}")
         stage._require_live("PathDictionary")
-        self._stage = stage
+        self._book: PathListBook | None = stage._path_lists
 
     def destroy(self) -> None:
-        """Destroy the private stage, if this dictionary created one."""
-        if self._owned_stage is not None:
-            self._owned_stage.destroy()
-            self._owned_stage = None
+        """Drop the borrow of the stage's dictionary (idempotent); later calls raise."""
+        self._book = None
 
     def __enter__(self) -> PathDictionary:
         return self
@@ -145,45 +193,55 @@ class PathDictionary:
     def __exit__(self, *exc: object) -> None:
         self.destroy()
 
-    def _live(self, what: str) -> None:
-        self._stage._require_live(f"PathDictionary.{what}")
+    def _owner(self) -> PathListBook:
+        """The stage's book; OvxError once this wrapper or the stage is destroyed."""
+        book = self._book
+        if book is None:
+            raise OvxError(OVX_API_ERROR, "PathDictionary has been destroyed")
+        return book
 
-    def intern_token(self, s: str) -> int:
+    def _sid(self) -> int:
+        """The backing stage's id (see ``_owner``)."""
+        return self._owner().live_id()
+
+    def intern_token(self, string: str) -> int:
         """Intern a string; the same string always gives the same token."""
-        self._live("intern_token")
-        return call(native.InternToken, _check_string(s, "s", "Token"))
+        sid = self._sid()
+        return call(native.InternToken, sid, _check_string(string, "string", "Token"))
 
     def token_to_string(self, token: int) -> str:
         """The string of a token."""
-        self._live("token_to_string")
-        return call(native.TokenToString, as_uint64(token, "token"))
+        sid = self._sid()
+        return call(native.TokenToString, sid, as_uint64(token, "token"))
 
-    def intern_path(self, s: str) -> int:
+    def intern_path(self, path: str) -> int:
         """Intern an absolute prim path ("/" is the root)."""
-        self._live("intern_path")
+        sid = self._sid()
         try:
-            return call(native.InternPath, _check_string(s, "s", "Path"))
+            return call(native.InternPath, sid, _check_string(path, "path", "Path"))
         except OvxError as exc:
-            if exc.message.startswith("s: "):
+            if exc.message.startswith("path: "):
                 raise
-            raise OvxError(exc.code, f"s: {exc.message}") from None
+            raise OvxError(exc.code, f"path: {exc.message}") from None
 
-    def path_to_string(self, path: int) -> str:
+    def path_to_string(self, primpath: int) -> str:
         """Format a path handle as "/a/b" ("/" for the root)."""
-        self._live("path_to_string")
-        return call(native.PathToString, as_uint64(path, "path"))
+        sid = self._sid()
+        return call(native.PathToString, sid, as_uint64(primpath, "primpath"))
 
-    def create_path_list(self, paths: Sequence[int]) -> PathList:
+    def create_path_list(self, primpaths: Sequence[int]) -> PathList:
         """A new list of path handles (refcount 1, owned by the returned PathList)."""
-        self._live("create_path_list")
-        items = as_sequence(paths, "paths", "path handles")
-        ids = array.array("Q", (as_uint64(p, f"paths[{i}]") for i, p in enumerate(items)))
+        book = self._owner()
+        sid = book.live_id()
+        items = as_sequence(primpaths, "primpaths", "path handles")
+        ids = array.array("Q", (as_uint64(p, f"primpaths[{i}]") for i, p in enumerate(items)))
         addr = ids.buffer_info()[0] if ids else 0
-        return PathList(call(native.CreatePathListFromPaths, addr, len(ids)))
+        return PathList(call(native.CreatePathListFromPaths, sid, addr, len(ids)), self, book)
 
     def create_path_list_from_strings(self, paths: Sequence[str]) -> PathList:
         """Intern path strings and make a new list."""
-        self._live("create_path_list_from_strings")
+        book = self._owner()
+        sid = book.live_id()
         if isinstance(paths, str):
             raise TypeError("paths must be a sequence of str, not a single str")
         items = as_sequence(paths, "paths", "str")
@@ -196,43 +254,42 @@ class PathDictionary:
         blob_addr = buf.buffer_info()[0] if blob else 0
         lens_addr = lengths.buffer_info()[0] if lengths else 0
         handle = call(
-            native.CreatePathListFromStrings, blob_addr, len(blob), lens_addr, len(encoded)
+            native.CreatePathListFromStrings, sid, blob_addr, len(blob), lens_addr, len(encoded)
         )
-        return PathList(handle)
+        return PathList(handle, self, book)
 
     def add_path_list_reference(self, path_list: int) -> None:
         """Add a reference; it is the caller's to release with ``destroy_path_list``."""
-        self._live("add_path_list_reference")
+        book = self._owner()
+        sid = book.live_id()
         handle = as_uint64(path_list, "path_list")
-        call(native.AddPathListReference, handle)
+        call(native.AddPathListReference, sid, handle)
         if handle:
-            with _lock:
-                _added_refs[handle] = _added_refs.get(handle, 0) + 1
+            with book.lock:
+                book.added[handle] = book.added.get(handle, 0) + 1
 
     def destroy_path_list(self, path_list: int) -> None:
         """Release one reference: added references first, then the owner's."""
-        self._live("destroy_path_list")
-        if isinstance(path_list, PathList):
-            path_list.release()
-            return
+        book = self._owner()
+        sid = book.live_id()
         handle = as_uint64(path_list, "path_list")
-        with _lock:
-            added = _added_refs.get(handle, 0)
+        with book.lock:
+            added = book.added.get(handle, 0)
             if added:
                 if added == 1:
-                    del _added_refs[handle]
+                    del book.added[handle]
                 else:
-                    _added_refs[handle] = added - 1
-            owner = None if added else _owner_states.get(handle)
+                    book.added[handle] = added - 1
+            owner = None if added else book.owners.get(handle)
         if owner is not None:
-            _release_owner(handle, owner)
+            book.release_owner(handle, owner)
             return
-        call(native.ReleasePathListReference, handle)
+        call(native.ReleasePathListReference, sid, handle)
 
     def path_list_count(self, path_list: int) -> int:
         """Number of paths in a list (OvxError for unknown lists)."""
-        self._live("path_list_count")
-        return call(native.PathListCount, as_uint64(path_list, "path_list"))
+        sid = self._sid()
+        return call(native.PathListCount, sid, as_uint64(path_list, "path_list"))
 
     def get_paths(self, path_list: int) -> list[int]:
         """The list's path handles."""
@@ -240,7 +297,7 @@ class PathDictionary:
         count = self.path_list_count(handle)
         out = array.array("Q", bytes(8 * count))
         if count:
-            count = call(native.PathListCopy, handle, out.buffer_info()[0], count)
+            count = call(native.PathListCopy, self._sid(), handle, out.buffer_info()[0], count)
         return list(out[:count])
 
     def get_path_strings(self, path_list: int) -> list[str]:

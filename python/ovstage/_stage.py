@@ -57,6 +57,7 @@ from ._handles import Map, OrdinalQuery, Query, Read
 from ._hierarchy import _HierarchyMixin
 from ._lib import call, native
 from ._ops import Operation
+from ._pathdict import PathListBook, StageDictionary
 from ._query import Filter, Predicate, QueryResult
 from ._waits import wait_sliced
 
@@ -191,6 +192,8 @@ class Stage(_HierarchyMixin):
         # match" atomic against "drop or remember".
         self._reported_early: set[int] = set()
         self._holds_lock = threading.Lock()
+        # Attribute name -> token in this stage's dictionary (see _fastpath.token_of).
+        self._token_cache: dict[str, int] = {}
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name must be a str or None, got {type(name).__name__}")
         if name is not None:
@@ -214,6 +217,7 @@ class Stage(_HierarchyMixin):
         except BaseException:
             self._drop_config_ref()
             raise
+        self._path_lists = PathListBook(self)
         self.name = name
         self.config = config
         #: The ordinal admission policy the stage captured at creation (the process's).
@@ -466,7 +470,7 @@ class Stage(_HierarchyMixin):
         if isinstance(attr, int):
             return attr
         try:
-            return call(native.InternToken, attr)
+            return call(native.InternToken, self._id, attr)
         except OvxError as exc:
             raise OvstageError(ErrorCode.INVALID_ARGUMENT, f"{what}: {exc.message}") from None
 
@@ -485,6 +489,12 @@ class Stage(_HierarchyMixin):
             return QueryResult(attrs, int(raw.total_prim_count), handle)
         finally:
             call(native.ReleaseQueryResult, raw.query_result_id)
+
+    def get_path_dictionary(self) -> StageDictionary:
+        """A reference to this stage's own path dictionary (the same on every call); wrap the
+        stage in :class:`PathDictionary` to use it."""
+        sid = self._require_live("get_path_dictionary")
+        return StageDictionary(sid, call(native.DictionaryNumber, sid))
 
     def query_from_path_list(self, path_list: int) -> Query:
         """Wrap a path list as a query (synchronous; prims need not exist)."""
@@ -582,7 +592,7 @@ class Stage(_HierarchyMixin):
         self._require_live("write_attribute")
         if payload.rejection is not None:
             return Operation(self, *payload.rejection)
-        attr = payload.attribute()
+        attr = payload.attribute(self)
         data = payload.data(stream, event)
         placement = None
         if (device_type, device_id) != (0, 0):
@@ -635,7 +645,7 @@ class Stage(_HierarchyMixin):
             if payload.rejection is not None:
                 return Operation(self, *payload.rejection)
             entries[i] = AttributeWrite(
-                payload.attribute(), payload.data(payload.stream, payload.event)
+                payload.attribute(self), payload.data(payload.stream, payload.event)
             )
         op = self._enqueue(
             "write_attributes",
@@ -1059,8 +1069,8 @@ class Stage(_HierarchyMixin):
         )
 
     def _diagnostics(self) -> dict[str, int]:
-        """Live engine object counts (for leak tests); ``buffers`` and ``path_lists`` count
-        the whole process."""
+        """Live engine object counts (for leak tests); ``buffers`` count the whole process,
+        ``path_lists`` this stage's dictionary."""
         keys = (
             "ops",
             "queries",
@@ -1214,13 +1224,13 @@ class _Payload:
             total += count * ((t.dtype.bits * t.dtype.lanes + 7) // 8)
         return total
 
-    def attribute(self) -> OvxStringOrToken:
+    def attribute(self, stage: Stage) -> OvxStringOrToken:
         """The attribute as an ``ovx_string_or_token_t``: a token, or a name's token from the
-        package's token cache (interned once, as the engine would intern it), or, when the
+        stage's token cache (interned once, as the engine would intern it), or, when the
         name cannot be interned, the name itself, for the engine to report."""
         if isinstance(self.attr, int):
             return OvxStringOrToken(self.attr)
-        token = _fastpath.token_of(self.attr)
+        token = _fastpath.token_of(stage, self.attr)
         if token:
             return OvxStringOrToken(token)
         self.name = self.attr.encode("utf-8")

@@ -681,6 +681,75 @@ static void test_path_dictionary_slots(void)
     destroy_stage(&s);
 }
 
+/* Each instance owns its dictionary: another instance refuses its lists, tokens and paths, the
+ * refusals change nothing, and a token is never taken for a path. */
+static void test_path_dictionary_per_instance(void)
+{
+    stage_t a = new_stage("dictionary a");
+    stage_t b = new_stage("dictionary b");
+    const char* const world[1] = {"/World"};
+    ovx_primpath_list_t list_a = list_of(&a, world, 1);
+    ovx_primpath_t path_a = path(&a, "/World");
+    ovx_primpath_t path_b = path(&b, "/World");
+    ovx_token_t tok_a = token(&a, "World");
+    ovx_token_t tok_b = token(&b, "World");
+    ovstage_query_handle_t q = 0;
+    ovx_string_t back;
+    ovx_primpath_t got = 0;
+    ovx_primpath_list_t l = 0;
+    size_t n = 0, counts[1] = {1};
+
+    CHECK(a.pd != b.pd);
+    CHECK(ovstage_get_path_dictionary(b.inst) == b.pd); /* the same pointer on every call */
+    CHECK(ovstage_get_path_dictionary(NULL) == NULL);
+    CHECK(tok_a != tok_b && path_a != path_b);
+
+    /* B rejects A's list: query_from_path_list INVALID_HANDLE, the dictionary slots an error. */
+    CHECK_STATUS(ovstage_query_from_path_list(b.inst, list_a, &q), OVSTAGE_ERROR_INVALID_HANDLE);
+    CHECK_LAST_ERROR("another stage's path dictionary");
+    CHECK(q == 0);
+    check_dict_error(b.pd, path_dictionary_get_num_paths_from_path_list(b.pd, list_a, &n),
+                     "Path list handle was not found");
+    check_dict_error(b.pd, path_dictionary_add_path_list_reference(b.pd, list_a), "another stage's");
+    check_dict_error(b.pd, path_dictionary_release_path_list_reference(b.pd, list_a), "another stage's");
+
+    /* B rejects A's tokens and paths. */
+    check_dict_error(b.pd, path_dictionary_get_strings_from_tokens(b.pd, &tok_a, 1, &back),
+                     "it is a token of another stage's path dictionary");
+    check_dict_error(b.pd, path_dictionary_create_path_list_from_paths(b.pd, &path_a, 1, &l),
+                     "it is a path of another stage's path dictionary");
+    check_dict_error(b.pd, path_dictionary_create_paths_from_tokens(b.pd, &tok_a, counts, 1, &got),
+                     "was not found");
+    {
+        ovx_token_t buffer[4];
+        ovx_token_t* per_path[1];
+        size_t per_count[1], processed = 0;
+        check_dict_error(b.pd, path_dictionary_get_tokens_from_paths(b.pd, &path_a, 1, buffer, 4, per_path,
+                                                                     per_count, &processed),
+                         "another stage's");
+    }
+
+    /* A token is not a path, a path is not a list (in one dictionary). */
+    check_dict_error(b.pd, path_dictionary_create_path_list_from_paths(b.pd, &tok_b, 1, &l),
+                     "it is a token handle, not a path");
+    check_dict_error(b.pd, path_dictionary_get_num_paths_from_path_list(b.pd, path_b, &n),
+                     "it is a path handle, not a path list");
+
+    /* Nothing changed: A's list still has one reference and resolves in A. */
+    CHECK(path_dictionary_get_paths_from_path_list(a.pd, list_a, 0, 1, &got, &n).status == OVX_API_SUCCESS);
+    CHECK(n == 1 && got == path_a);
+    q = query_of(&a, list_a);
+    release_list(&a, list_a);
+    check_dict_error(a.pd, path_dictionary_get_num_paths_from_path_list(a.pd, list_a, &n),
+                     "Path list handle was not found");
+
+    /* A's tokens stay valid after B is destroyed, and A's texts too. */
+    destroy_stage(&b);
+    CHECK(path_dictionary_get_strings_from_tokens(a.pd, &tok_a, 1, &back).status == OVX_API_SUCCESS);
+    CHECK(back.length == 5 && memcmp(back.ptr, "World", 5) == 0 && back.ptr[5] == '\0');
+    destroy_stage(&a);
+}
+
 /* ---- writes and reads ---------------------------------------------------------------- */
 
 static const char* const ABC[3] = {"/A", "/B", "/C"};
@@ -2827,6 +2896,7 @@ int main(void)
     run_test("initialize_shutdown", test_initialize_shutdown);
     run_test("instances_and_bad_handles", test_instances_and_bad_handles);
     run_test("path_dictionary_slots", test_path_dictionary_slots);
+    run_test("path_dictionary_per_instance", test_path_dictionary_per_instance);
     run_test("write_read_round_trip", test_write_read_round_trip);
     run_test("write_attributes_batch", test_write_attributes_batch);
     run_test("sparse_writes", test_sparse_writes);

@@ -71,7 +71,8 @@ def env() -> Iterator[Env]:
     paths = ovstage.PathDictionary(stage)
     plist = paths.create_path_list_from_strings(PRIMS)
     query = stage.query_from_path_list(plist)
-    other_query = other.query_from_path_list(plist)
+    with ovstage.PathDictionary(other).create_path_list_from_strings(PRIMS) as other_list:
+        other_query = other.query_from_path_list(other_list)  # each stage its own list
     e = Env(stage, other, paths, plist, query, other_query)
     e.write(SCALAR, 1).wait()
     e.write(VEC3, 1, "v").wait()
@@ -617,17 +618,17 @@ CASES: list[tuple[str, Callable[[Env], Any], Raises | Rejected]] = [
     (
         "intern-token-surrogate",
         lambda e: e.paths.intern_token(_BAD_NAME),
-        Raises(OvxError, 1, ("s:", "UTF-8", _SHOWN)),
+        Raises(OvxError, 1, ("string:", "UTF-8", _SHOWN)),
     ),
     (
         "intern-path-surrogate",
         lambda e: e.paths.intern_path("/Bad/" + SURROGATE),
-        Raises(OvxError, 1, ("s:", "UTF-8", repr("/Bad/" + SURROGATE))),
+        Raises(OvxError, 1, ("path:", "UTF-8", repr("/Bad/" + SURROGATE))),
     ),
     (
         "intern-path-malformed",
         lambda e: e.paths.intern_path("Bad//A"),
-        Raises(OvxError, 1, ("s:", "Bad//A")),
+        Raises(OvxError, 1, ("path:", "Bad//A")),
     ),
     (
         "path-list-surrogate",

@@ -164,14 +164,15 @@ def test_released_wrappers_do_not_warn(stage, paths, sealed, plist, kind: str) -
     assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []
 
 
-def test_handles_of_a_destroyed_stage_are_dropped_silently(plist) -> None:
+def test_handles_of_a_destroyed_stage_are_dropped_silently() -> None:
     other = ovstage.Stage("destroyed-first")
+    plist = ovstage.PathDictionary(other).create_path_list_from_strings(PRIMS)
     query = other.query_from_path_list(plist)
     group_stage_hierarchy = other.get_hierarchy_async(plist, 1, HierarchyRelation.PARENT)
     other.destroy()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        del query, group_stage_hierarchy
+        del query, group_stage_hierarchy, plist  # the list went with its stage's dictionary
         gc.collect()
     assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []
 

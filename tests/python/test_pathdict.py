@@ -91,7 +91,7 @@ MALFORMED_PATHS = {
     "/World/A/": 'Path string "/World/A/": component 2 is empty',
     "/A/./B": 'Path string "/A/./B": component 1 is "."',
     "/A/..": 'Path string "/A/..": component 1 is ".."',
-    "World/A": 'Path string must be absolute (start with \'/\'): "World/A"',
+    "World/A": "Path string must be absolute (start with '/'): \"World/A\"",
 }
 
 
@@ -266,16 +266,3 @@ def test_query_from_path_list_keeps_working_after_the_list_is_released(
 def test_query_from_an_unknown_path_list_raises(stage) -> None:
     with pytest.raises(ovstage.OvstageError):
         stage.query_from_path_list(2**63 + 12345)
-
-
-def test_private_dictionary_owns_and_destroys_its_stage() -> None:
-    with ovstage.PathDictionary() as dictionary:
-        token = dictionary.intern_token("temperature")
-        assert dictionary.token_to_string(token) == "temperature"
-    with pytest.raises(ovstage.OvstageError):
-        dictionary.intern_token("temperature")
-
-
-def test_dictionary_needs_a_stage_or_none() -> None:
-    with pytest.raises(TypeError):
-        ovstage.PathDictionary("stage")  # type: ignore[arg-type]

@@ -89,14 +89,14 @@ def test_any_call_after_destroy_raises_invalid_handle(name: str) -> None:
     assert DESTROYED in info.value.message
 
 
-def test_path_dictionary_of_a_destroyed_stage_raises_invalid_handle() -> None:
+def test_path_dictionary_of_a_destroyed_stage_raises_ovx_error() -> None:
     stage = ovstage.Stage()
     dictionary = ovstage.PathDictionary(stage)
     stage.destroy()
-    with pytest.raises(OvstageError) as info:
+    with pytest.raises(ovstage.OvxError) as info:
         dictionary.intern_token("t")
-    assert info.value.code == ErrorCode.INVALID_HANDLE
-    assert DESTROYED in info.value.message
+    assert info.value.code == ovstage.OVX_API_ERROR
+    assert info.value.message == "PathDictionary backing Stage has been destroyed"
 
 
 def test_waiting_an_operation_after_destroy_raises_invalid_handle() -> None:
