@@ -66,8 +66,8 @@ type preparedWrite struct {
 	size  int64
 	src   []tensor.Tensor
 	delta column.Delta
-	// place is where the payload (and a column the write creates) lives; the zero value (map
-	// commits, clones) adopts the existing column's placement, or the host (placement.go).
+	// place is where the payload lives and where the column moves when the write seals; the
+	// zero value (map commits, clones) follows the column, or the host (placement.go).
 	place column.Placement
 }
 
@@ -413,7 +413,7 @@ func (s *Stage) columnForWriteLocked(w *preparedWrite, targets []uint64) (*colum
 	}
 	if len(cols) == 1 && sameChannel(cols[0].Schema, w.schema) { // the common case needs no per-prim liveness checks
 		if storage, role := matches(cols[0]); storage && role {
-			return cols[0], s.checkPlacement(w, cols[0])
+			return cols[0], nil
 		}
 	}
 	var target *column.Column
@@ -437,7 +437,7 @@ func (s *Stage) columnForWriteLocked(w *preparedWrite, targets []uint64) (*colum
 			target, targetLive = c, live != 0
 		}
 	}
-	return target, s.checkPlacement(w, target)
+	return target, nil
 }
 
 // firstLive returns the first of prims that carries c's attribute (0 when none does).
@@ -663,7 +663,7 @@ func (s *Stage) applyWrite(op *sched.Op, q *Query, w *preparedWrite) error {
 		return err
 	}
 	w.delta = column.Delta{Ordinal: w.ordinal, Seq: op.ID, Src: src, Payload: w.payload, RowOff: w.rowOff, RowLen: w.rowLen,
-		Width: w.width, WidthElems: w.widthElems}
+		Width: w.width, WidthElems: w.widthElems, Place: w.place}
 	w.payload = buffer.Buffer{} // the column owns it now
 	if c.Stage(targets, &w.delta) || s.primsRemoved.Load() {
 		// New rows mean possibly new prims; existing rows' prims are already recorded unless
