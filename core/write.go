@@ -5,6 +5,7 @@ import (
 
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/column"
+	"github.com/ovstage-go/ovstage/core/cuda"
 	"github.com/ovstage-go/ovstage/core/sched"
 	"github.com/ovstage-go/ovstage/core/status"
 	"github.com/ovstage-go/ovstage/core/tensor"
@@ -36,6 +37,8 @@ type WriteRequest struct {
 	// caller's CUDA work to wait for before the payload is read (placement.go).
 	Device column.Placement
 	Sync   CudaSync
+	// Avail is the placed op's event (availability.go); a batch records its first entry's.
+	Avail Availability
 }
 
 // preparedWrite is a validated write. Its payload is copied into engine memory at enqueue, so
@@ -487,6 +490,11 @@ func (s *Stage) WriteAttribute(req WriteRequest) (uint64, error) {
 	}
 	o.ws = o.oneList[:]
 	o.oneList[0] = &o.one
+	var err error
+	if o.event, err = resolveAvailability(req.Avail, o.one.place); err != nil {
+		o.releasePayloads()
+		return 0, err
+	}
 	return s.enqueueWrites(req.Query, o)
 }
 
@@ -514,13 +522,48 @@ func (s *Stage) WriteAttributes(query, ordinal uint64, primMode int32, reqs []Wr
 		}
 		seen[w.attr] = i
 	}
+	var err error
+	if o.event, err = batchAvailability(reqs, o.ws); err != nil {
+		o.releasePayloads()
+		return 0, err
+	}
 	return s.enqueueWrites(query, o)
+}
+
+// batchAvailability resolves a placed batch's event: on the batch's device, else on its CUDA
+// sources' device. Sources on several devices with no device and a default stream cannot be
+// covered by one record: INVALID_ARGUMENT (checked even when the query selects no prims).
+func batchAvailability(reqs []WriteRequest, ws []*preparedWrite) (*eventRecord, error) {
+	avail, device := reqs[0].Avail, reqs[0].Device
+	if !avail.Placed {
+		return nil, nil
+	}
+	place := column.Placement{}
+	if device != (column.Placement{}) {
+		place = ws[0].place
+	} else {
+		for i, w := range ws {
+			if w.place.IsHost() {
+				continue
+			}
+			if place != (column.Placement{}) && place != w.place && avail.Stream <= cuda.StreamPerThread {
+				return nil, status.Errorf(status.InvalidArgument,
+					"writes[%d]: its source is on %s but an earlier entry's is on %s: with no placement device and a default stream, "+
+						"one availability event cannot cover sources on several devices (name a device or a stream)", i, w.place, place)
+			}
+			if place == (column.Placement{}) {
+				place = w.place
+			}
+		}
+	}
+	return resolveAvailability(avail, place)
 }
 
 // writeOp is one write or write batch: the op, its entries and (for a single write) their
 // storage, allocated together.
 type writeOp struct {
 	stageOp
+	event   *eventRecord // the placed op's availability event (nil: none)
 	q       *Query
 	ws      []*preparedWrite
 	one     preparedWrite
@@ -529,7 +572,14 @@ type writeOp struct {
 }
 
 // Run applies the entries (on a worker, or inline when the op is ready at enqueue).
-func (o *writeOp) Run(op *sched.Op) error { return o.s.applyWrites(op, o.q, o.ws) }
+// The availability event is recorded after the entries, whatever their outcome.
+func (o *writeOp) Run(op *sched.Op) error {
+	err := o.s.applyWrites(op, o.q, o.ws)
+	if rerr := o.event.record(); err == nil {
+		err = rerr
+	}
+	return err
+}
 
 // Cleanup releases payloads that were not staged (failed entries, failed inputs, a failure
 // injected by a test gate), then does the stage bookkeeping.
