@@ -35,7 +35,7 @@ func resolveAvailability(a Availability, place column.Placement) (*eventRecord, 
 		return nil, nil
 	}
 	ordinal := 0
-	if place != (column.Placement{}) && !place.IsHost() {
+	if place.IsCUDA() {
 		ordinal = int(place.DeviceID)
 	}
 	dev, err := cuda.Get(ordinal)

@@ -3,10 +3,12 @@ package core
 import (
 	"fmt"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/column"
 	"github.com/ovstage-go/ovstage/core/cuda"
 	"github.com/ovstage-go/ovstage/core/status"
@@ -196,4 +198,66 @@ func TestWithoutGPUPlacedReadsAndEventsAreInvalidArguments(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, grp.Tensors[0].Buffer.OnHost())
 	require.NoError(t, f.s.ReleaseGroup(grp.ID))
+}
+
+func TestPlacedMapStagesOnTheDevice(t *testing.T) {
+	forEachDriver(t, nil, func(t *testing.T, g *gpuFixture) {
+		require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}}))
+		g.seal(1)
+		f32 := tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1}
+		dev := column.CUDA(int32(second()))
+
+		_, _, err := g.s.MapAttribute(MapRequest{Query: g.query, AttrToken: g.attr, Ordinal: 2, DType: f32,
+			ElementSizes: []uint64{1, 1, 1}, Device: dev})
+		assert.Equal(t, status.NotSupported, status.CodeOf(err), "array + CUDA placement")
+		assert.Contains(t, status.MessageOf(err), "array attributes (element_sizes) cannot be mapped on a CUDA device")
+
+		var avail Availability
+		var event uintptr
+		if g.fake {
+			event = cuda.FakeNewEvent(second())
+			avail = Availability{Placed: true, Event: event}
+		}
+		h, op, err := g.s.MapAttribute(MapRequest{Query: g.query, AttrToken: g.attr, Ordinal: 2, Device: dev, Avail: avail})
+		require.NoError(t, err)
+		g.wait(op)
+		mg, err := g.s.FetchMapNext(h, TimeoutInfinite)
+		require.NoError(t, err)
+		tv := mg.Tensors[0]
+		assert.Equal(t, cuda.DeviceCUDA, tv.DeviceType)
+		assert.Equal(t, dev.DeviceID, tv.DeviceID)
+		assert.Equal(t, []float32{1, 2, 3}, download(t, tv.Buffer, 3), "prefilled with the current values")
+		vals := []float32{7, 8, 9}
+		up, err := cuda.Move(hostBuffer(t, vals), dev)
+		require.NoError(t, err)
+		s, err := mustDevice(t, dev).CopyStream()
+		require.NoError(t, err)
+		require.NoError(t, s.CopyDtoD(uintptr(tv.Buffer.Data()), uintptr(up.Data()), 12))
+		require.NoError(t, s.Sync())
+		up.Release()
+		op, err = g.s.UnmapAttributeWithSync(h, CudaSync{Stream: cuda.StreamLegacy})
+		require.NoError(t, err)
+		g.wait(op)
+		if g.fake {
+			assert.Equal(t, int64(1), cuda.FakeEventRecords(event), "one record per commit")
+		}
+		g.seal(2)
+		grp := g.readGroup()
+		assert.Equal(t, dev.DeviceID, grp.Tensors[0].DeviceID, "the commit made the device copy current")
+		assert.Equal(t, vals, download(t, grp.Tensors[0].Buffer, 3))
+		require.NoError(t, g.s.ReleaseGroup(grp.ID))
+	})
+}
+
+func hostBuffer(t *testing.T, vals []float32) buffer.Buffer {
+	b, err := buffer.New(4 * len(vals))
+	require.NoError(t, err)
+	copy(unsafe.Slice((*float32)(b.Data()), len(vals)), vals)
+	return b
+}
+
+func mustDevice(t *testing.T, p column.Placement) *cuda.Device {
+	d, err := cuda.Get(int(p.DeviceID))
+	require.NoError(t, err)
+	return d
 }

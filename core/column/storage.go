@@ -21,6 +21,9 @@ func CUDA(ordinal int32) Placement {
 	return Placement{DeviceType: tensor.DeviceCUDA, DeviceID: ordinal}
 }
 
+// IsCUDA reports whether the payload is memory of a CUDA device.
+func (p Placement) IsCUDA() bool { return p.DeviceType == tensor.DeviceCUDA }
+
 // IsHost reports whether the payload is host memory.
 func (p Placement) IsHost() bool { return p.DeviceType == tensor.DeviceCPU }
 

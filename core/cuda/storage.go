@@ -130,3 +130,37 @@ func Move(b buffer.Buffer, to column.Placement) (buffer.Buffer, error) {
 	b.Release()
 	return out, nil
 }
+
+// Duplicate returns a new buffer with b's bytes in b's placement (host or device).
+func Duplicate(b buffer.Buffer) (buffer.Buffer, error) {
+	if b.OnHost() {
+		out, err := buffer.NewUninit(b.Size())
+		if err == nil {
+			copy(out.Bytes(), b.Bytes())
+		}
+		return out, err
+	}
+	dev, err := Get(int(b.DeviceID()))
+	if err != nil {
+		return buffer.Buffer{}, err
+	}
+	stream, err := dev.CopyStream()
+	if err != nil {
+		return buffer.Buffer{}, err
+	}
+	out, err := dev.Alloc(b.Size(), false, stream)
+	if err != nil {
+		return buffer.Buffer{}, err
+	}
+	if b.Size() > 0 {
+		err = stream.CopyDtoD(uintptr(out.Data()), uintptr(b.Data()), b.Size())
+	}
+	if serr := stream.Sync(); err == nil {
+		err = serr
+	}
+	if err != nil {
+		out.Release()
+		return buffer.Buffer{}, err
+	}
+	return out, nil
+}
