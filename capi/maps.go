@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/ovstage-go/ovstage/abi"
+	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/status"
 )
 
@@ -83,11 +84,12 @@ func ovsgo_fetch_map_next(ctx C.uintptr_t, m, timeout C.uint64_t, out unsafe.Poi
 	return 0
 }
 
-// checkHostSync refuses a CUDA completion sync: map sessions stage in host memory here.
-func checkHostSync(stream, event C.uintptr_t) error {
-	if stream != 0 || event != 0 {
-		return notSupported("write_done_sync {%#x, %#x}: a CUDA completion sync is only used by GPU map sessions, "+
-			"which are not in this build (map sessions stage in host memory); pass {0, 0}", uintptr(stream), uintptr(event))
+// checkHostSync refuses a CUDA completion sync for a session that stages in host memory; a
+// session placed on a CUDA device honours it (the commit waits for it).
+func checkHostSync(in *instance, m uint64, stream, event C.uintptr_t) error {
+	if (stream != 0 || event != 0) && !in.stage.MapStagesOnDevice(m) {
+		return notSupported("write_done_sync {%#x, %#x}: a CUDA completion sync is only used by map sessions placed on a CUDA device "+
+			"(map_attribute_on_device); this one stages in host memory: pass {0, 0}", uintptr(stream), uintptr(event))
 	}
 	return nil
 }
@@ -107,7 +109,7 @@ func ovsgo_unmap_group(ctx C.uintptr_t, m C.uint64_t, group unsafe.Pointer, stre
 		if group == nil {
 			return 0, invalid("group is NULL")
 		}
-		if err := checkHostSync(stream, event); err != nil {
+		if err := checkHostSync(in, uint64(m), stream, event); err != nil {
 			return 0, err
 		}
 		in.mu.Lock()
@@ -116,7 +118,7 @@ func ovsgo_unmap_group(ctx C.uintptr_t, m C.uint64_t, group unsafe.Pointer, stre
 		if !ok || ref.mapHandle != uint64(m) {
 			return 0, status.Errorf(status.InvalidHandle, "group is not a fetched, uncommitted group of map %d", m)
 		}
-		return in.stage.UnmapGroup(uint64(m), ref.group)
+		return in.stage.UnmapGroupWithSync(uint64(m), ref.group, core.CudaSync{Stream: uintptr(stream), Event: uintptr(event)})
 	}()
 	enqueued(fn, op, err, out)
 }
@@ -130,11 +132,11 @@ func ovsgo_unmap_attribute(ctx C.uintptr_t, m C.uint64_t, stream, event C.uintpt
 		err = need(uint64(m), "map_handle")
 	}
 	if err == nil {
-		err = checkHostSync(stream, event)
+		err = checkHostSync(in, uint64(m), stream, event)
 	}
 	var op uint64
 	if err == nil {
-		op, err = in.stage.UnmapAttribute(uint64(m))
+		op, err = in.stage.UnmapAttributeWithSync(uint64(m), core.CudaSync{Stream: uintptr(stream), Event: uintptr(event)})
 	}
 	enqueued(fn, op, err, out)
 }

@@ -10,11 +10,11 @@ import (
 )
 
 // MapAttribute enqueues a map session: desc is an ovstage_map_desc_t* (dtype bits 0: the
-// existing schema), sizes the size_t[n] element_sizes of an array attribute (0: none), decoded
-// by abi.Map. Returns "<map handle> <op id>".
-func MapAttribute(stageID, query uint64, desc uintptr, ordinal uint64, sizes uintptr, n int) (string, error) {
+// existing schema), sizes the size_t[n] element_sizes of an array attribute (0: none) and
+// placement an ovstage_placement_t* (0: none), decoded by abi.Map. Returns "<map handle> <op id>".
+func MapAttribute(stageID, query uint64, desc uintptr, ordinal uint64, sizes uintptr, n int, placement uintptr) (string, error) {
 	return withStage(stageID, func(s *core.Stage) (string, error) {
-		req, err := abi.Map(query, cptr.At(desc), ordinal, cptr.At(sizes), uint64(max(n, 0)), nil)
+		req, err := abi.Map(query, cptr.At(desc), ordinal, cptr.At(sizes), uint64(max(n, 0)), cptr.At(placement))
 		if err != nil {
 			return "", err
 		}
@@ -44,12 +44,41 @@ func FetchMapNext(stageID, m, timeoutNs uint64) (string, error) {
 	})
 }
 
-// UnmapGroup enqueues the commit of one map group.
-func UnmapGroup(stageID, m, group uint64) (uint64, error) {
-	return withStage(stageID, func(s *core.Stage) (uint64, error) { return s.UnmapGroup(m, group) })
+// UnmapGroup enqueues the commit of one map group; event and stream are its write_done_sync.
+func UnmapGroup(stageID, m, group, event, stream uint64) (uint64, error) {
+	return withStage(stageID, func(s *core.Stage) (uint64, error) {
+		sync, err := unmapSync(s, m, event, stream)
+		if err != nil {
+			return 0, err
+		}
+		return s.UnmapGroupWithSync(m, group, sync)
+	})
 }
 
-// UnmapAttribute enqueues the commit of every remaining group and ends the session.
-func UnmapAttribute(stageID, m uint64) (uint64, error) {
-	return withStage(stageID, func(s *core.Stage) (uint64, error) { return s.UnmapAttribute(m) })
+// UnmapAttribute enqueues the commit of every remaining group and ends the session; event and
+// stream are its write_done_sync.
+func UnmapAttribute(stageID, m, event, stream uint64) (uint64, error) {
+	return withStage(stageID, func(s *core.Stage) (uint64, error) {
+		sync, err := unmapSync(s, m, event, stream)
+		if err != nil {
+			return 0, err
+		}
+		return s.UnmapAttributeWithSync(m, sync)
+	})
+}
+
+// unmapSync is an unmap's write_done_sync: honoured by sessions staging on a CUDA device
+// (placement=), refused for sessions staging in host memory.
+func unmapSync(s *core.Stage, m, event, stream uint64) (core.CudaSync, error) {
+	sync := core.CudaSync{Stream: uintptr(stream), Event: uintptr(event)}
+	if sync.IsZero() || s.MapStagesOnDevice(m) {
+		return sync, nil
+	}
+	name := "cuda_stream"
+	if event != 0 {
+		name = "cuda_event"
+	}
+	return sync, status.Errorf(status.NotSupported,
+		"%s: CUDA synchronization is not supported for unmaps of sessions staging in host memory "+
+			"(map groups are host memory; map_attribute with a CUDA placement stages on the device)", name)
 }
