@@ -360,6 +360,7 @@ def test_availability_event_is_recorded_once_per_op(stage, query, fake) -> None:
     with stage.map_attribute(query, "t", 2, placement=on1) as mapped:
         group = next(iter(mapped.groups()))
         assert group.tensor(0).device.device_type == CUDA
+        assert group.dlpack(0).__dlpack_device__() == (CUDA, 1), "exported as device memory"
         assert read_device(group.tensor(0).data, np.float32, 3) == [1.0, 2.0, 3.0]
         ctypes.memmove(group.tensor(0).data, np.array([4, 5, 6], np.float32).ctypes.data, 12)
         mapped.unmap_group(group, cuda_stream=1).wait()
