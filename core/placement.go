@@ -11,7 +11,7 @@ package core
 //     The column keeps one current copy and moves to the placement of the latest placed write
 //     when that write seals, so a later write placed elsewhere is an ordinary update.
 //   - A placed read serves each column's copy when it is current on the requested device, and
-//     otherwise a copy made there for the read (owned by its groups) (placedread.go).
+//     otherwise a copy made there for the read, owned by its groups (availability.go).
 //   - The payload is copied at enqueue, as for host writes, so the caller may reuse its tensor
 //     once the call returns: after waiting for the caller's cuda_event / cuda_stream, a CUDA
 //     source is copied device-to-device (no host round trip) on the device's copy stream,
