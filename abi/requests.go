@@ -62,17 +62,18 @@ func OrdinalRange(p unsafe.Pointer) (core.OrdinalRange, error) {
 }
 
 // Read decodes read_attributes' arguments: n attribute tokens at attrs, the range and a
-// placement (may be NULL; see ReadPlacement).
-func Read(attrs unsafe.Pointer, n uint64, rng, placement unsafe.Pointer) ([]uint64, core.OrdinalRange, error) {
+// placement (may be NULL; see DecodePlacement).
+func Read(attrs unsafe.Pointer, n uint64, rng, placement unsafe.Pointer) ([]uint64, core.OrdinalRange, Placed, error) {
 	toks, err := Tokens(attrs, n, "attrs")
 	if err != nil {
-		return nil, core.OrdinalRange{}, err
+		return nil, core.OrdinalRange{}, Placed{}, err
 	}
-	if err := ReadPlacement(placement); err != nil {
-		return nil, core.OrdinalRange{}, err
+	placed, err := DecodePlacement(placement)
+	if err != nil {
+		return nil, core.OrdinalRange{}, Placed{}, err
 	}
 	r, err := OrdinalRange(rng)
-	return toks, r, err
+	return toks, r, placed, err
 }
 
 // Map decodes map_attribute's arguments: desc (ovstage_map_desc_t*), element_sizes (size_t[n];
@@ -82,9 +83,11 @@ func Map(query uint64, desc unsafe.Pointer, ordinal uint64, sizes unsafe.Pointer
 	if desc == nil {
 		return req, invalid("desc is NULL")
 	}
-	if err := MapPlacement(placement); err != nil {
+	placed, err := DecodePlacement(placement)
+	if err != nil {
 		return req, err
 	}
+	req.Device, req.Avail = placed.Device, placed.Avail
 	d := (*C.ovstage_map_desc_t)(desc)
 	tok, s, err := StringOrToken(unsafe.Pointer(&d.attribute), "desc->attribute")
 	if err != nil {

@@ -78,11 +78,11 @@ func Write(query uint64, attribute unsafe.Pointer, ordinal uint64, data unsafe.P
 	if err := attributeOf(attribute, "attribute", &req); err != nil {
 		return req, owned, err
 	}
-	dev, err := WritePlacement(placement)
+	placed, err := DecodePlacement(placement)
 	if err != nil {
 		return req, owned, err
 	}
-	req.Device = dev
+	req.Device, req.Avail = placed.Device, placed.Avail
 	return req, owned, nil
 }
 
@@ -101,7 +101,7 @@ func WriteBatch(writes unsafe.Pointer, n uint64, placement unsafe.Pointer) ([]co
 	for i := range entries {
 		owned.collect(&entries[i].data)
 	}
-	dev, err := WritePlacement(placement)
+	placed, err := DecodePlacement(placement)
 	if err != nil {
 		return nil, owned, err
 	}
@@ -116,7 +116,7 @@ func WriteBatch(writes unsafe.Pointer, n uint64, placement unsafe.Pointer) ([]co
 		if err := attributeOf(unsafe.Pointer(&e.attribute), prefix+".attribute", &reqs[i]); err != nil {
 			return nil, owned, err
 		}
-		reqs[i].Device = dev
+		reqs[i].Device, reqs[i].Avail = placed.Device, placed.Avail
 	}
 	return reqs, owned, nil
 }

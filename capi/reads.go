@@ -32,11 +32,11 @@ func readAttributes(ctx C.uintptr_t, query uint64, attrs unsafe.Pointer, n uint6
 	if err := need(query, "handle"); err != nil {
 		return 0, err
 	}
-	toks, r, err := abi.Read(attrs, n, rng, placement)
+	toks, r, placed, err := abi.Read(attrs, n, rng, placement)
 	if err != nil {
 		return 0, err
 	}
-	h, op, err := in.stage.ReadAttributes(query, toks, r)
+	h, op, err := in.stage.ReadAttributesPlaced(query, toks, r, placed.Device, placed.Avail)
 	if err != nil {
 		return 0, err
 	}

@@ -127,7 +127,7 @@ func (s *Stage) forceDestLocked(w *preparedWrite, live []*column.Column) (*colum
 			return nil, err
 		}
 	}
-	return dest, s.checkPlacement(w, dest)
+	return dest, nil
 }
 
 // stageForce ends the replaced schemas and stages the value, at the write's (ordinal, op).

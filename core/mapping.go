@@ -5,6 +5,7 @@ import (
 
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/column"
+	"github.com/ovstage-go/ovstage/core/cuda"
 	"github.com/ovstage-go/ovstage/core/sched"
 	"github.com/ovstage-go/ovstage/core/status"
 	"github.com/ovstage-go/ovstage/core/tensor"
@@ -23,6 +24,10 @@ type MapRequest struct {
 	// AttributeMode FORCE lets setup tolerate prims of another schema and makes each commit
 	// replace their schema (it needs a DType).
 	AttributeMode int32
+	// Device is where the session stages and whose copy its commits make current (zero: host
+	// staging, commits follow the column); Avail is recorded once per accepted commit.
+	Device column.Placement
+	Avail  Availability
 }
 
 // Map is a map session: writable buffers for the query's prims, committed at its ordinal.
@@ -33,7 +38,8 @@ type Map struct {
 	Handle uint64
 	Op     *sched.Op
 	q      *Query
-	w      *preparedWrite // attribute, schema, ordinal, prim mode of the session
+	w      *preparedWrite // attribute, schema, ordinal, prim mode, placement of the session
+	event  *eventRecord   // the placed session's availability event (nil: none)
 
 	mu        sync.Mutex
 	groups    []*MapGroup
@@ -92,6 +98,17 @@ func (s *Stage) MapAttribute(req MapRequest) (uint64, uint64, error) {
 			return 0, 0, err
 		}
 	}
+	if w.place, err = readPlacement(req.Device); err != nil {
+		return 0, 0, err
+	}
+	if w.place.IsCUDA() && req.ElementSizes != nil {
+		return 0, 0, status.Errorf(status.NotSupported,
+			"placement: %s: array attributes (element_sizes) cannot be mapped on a CUDA device; map them without a placement or on the host", w.place)
+	}
+	event, err := resolveAvailability(req.Avail, w.place)
+	if err != nil {
+		return 0, 0, err
+	}
 	var sizes []int64
 	if req.ElementSizes != nil {
 		sizes = make([]int64, len(req.ElementSizes))
@@ -114,7 +131,7 @@ func (s *Stage) MapAttribute(req MapRequest) (uint64, uint64, error) {
 	if (q.Producer == nil || q.Producer.Done()) && sizes != nil && len(sizes) != len(q.Paths) {
 		return 0, 0, status.Errorf(status.InvalidArgument, "element_sizes has %d entries for a query of %d prims", len(sizes), len(q.Paths))
 	}
-	m := &Map{Handle: newHandle(), q: q, w: w}
+	m := &Map{Handle: newHandle(), q: q, w: w, event: event}
 	m.Op = s.enqueueLocked(opSpec{inputs: []*sched.Op{q.Producer}, mutation: true, ordinal: req.Ordinal,
 		fp: mapFootprint(w), run: func(op *sched.Op) error { return s.prepareMap(op, m, sizes) }})
 	q.addUserLocked(m.Op)
@@ -222,6 +239,14 @@ func (s *Stage) newMapGroupLocked(m *Map, col *column.Column, prims []uint64, si
 			}
 		})
 	}
+	if w.place.IsCUDA() {
+		// a CUDA session stages on its device (prefilled like host staging)
+		if g.staging, err = cuda.Move(staging, w.place); err != nil {
+			staging.Release()
+			return nil, err
+		}
+		staging = g.staging
+	}
 	if err := s.dict.AddRef(m.q.List); err != nil {
 		staging.Release()
 		return nil, status.Errorf(status.Internal, "query path list: %v", err)
@@ -230,7 +255,8 @@ func (s *Stage) newMapGroupLocked(m *Map, col *column.Column, prims []uint64, si
 		Semantic: w.schema.Semantic, PrimList: m.q.List, PrimCount: uint32(len(prims)),
 		FloorOrdinal: s.floors.effective(w.attr), dict: s.dict, staged: true}
 	if sizes == nil {
-		g.Tensors = []TensorView{{Buffer: staging.Retain(), DType: w.schema.DType, Rows: int64(len(prims)), DeviceType: tensor.DeviceCPU}}
+		g.Tensors = []TensorView{{Buffer: staging.Retain(), DType: w.schema.DType, Rows: int64(len(prims)),
+			DeviceType: staging.DeviceType(), DeviceID: staging.DeviceID()}}
 	} else {
 		for k := range prims {
 			g.Tensors = append(g.Tensors, TensorView{Buffer: staging.Retain(), ByteOffset: int(g.rowOff[k]),
@@ -238,6 +264,15 @@ func (s *Stage) newMapGroupLocked(m *Map, col *column.Column, prims []uint64, si
 		}
 	}
 	return g, nil
+}
+
+// MapStagesOnDevice reports whether map session h stages on a CUDA device (false for an
+// unknown handle).
+func (s *Stage) MapStagesOnDevice(h uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.maps[h]
+	return ok && m.w.place.IsCUDA()
 }
 
 func (s *Stage) mapLocked(h uint64) (*Map, error) {
@@ -379,38 +414,57 @@ func (s *Stage) UnmapAttributeWithSync(h uint64, sync CudaSync) (uint64, error) 
 // commits (same ordinal: submission order), so it knows whether one of them failed.
 func (s *Stage) enqueueCommitLocked(m *Map, groups []*MapGroup, final bool, sync CudaSync) uint64 {
 	deps := append(s.advancesOverLocked(m.w.ordinal), m.Op)
+	commit := func(op *sched.Op) error {
+		if final {
+			groups = append(groups, m.takeUncommitted()...)
+			defer s.endMap(m)
+		}
+		if err := m.Op.Err(); err != nil {
+			return err
+		}
+		if err := m.terminal(); err != nil {
+			return err
+		}
+		if len(groups) == 0 {
+			return nil // nothing left: the final unmap only closes the session
+		}
+		name := "unmap_group"
+		if final {
+			name = "unmap_attribute"
+		}
+		err := s.commitMapGroups(op, m, groups, sync, name)
+		if err != nil {
+			m.fail(err)
+		}
+		return err
+	}
+	// A placed session records its event once per accepted commit, after it ran (whatever its
+	// outcome); a refused record fails the commit op but leaves the session as the commit did.
 	op := s.enqueueLocked(opSpec{deps: deps, mutation: true, ordinal: m.w.ordinal,
 		writes: []uint64{m.w.attr}, fp: mapFootprint(m.w), run: func(op *sched.Op) error {
-			if final {
-				groups = append(groups, m.takeUncommitted()...)
-				defer s.endMap(m)
-			}
-			if err := m.Op.Err(); err != nil {
-				return err
-			}
-			if err := m.terminal(); err != nil {
-				return err
-			}
-			if len(groups) == 0 {
-				return nil // nothing left: the final unmap only closes the session
-			}
-			name := "unmap_group"
-			if final {
-				name = "unmap_attribute"
-			}
-			err := s.commitMapGroups(op, m, groups, sync, name)
-			if err != nil {
-				m.fail(err)
+			err := commit(op)
+			if rerr := m.event.record(); err == nil {
+				err = rerr
 			}
 			return err
 		}})
+
 	m.q.addUserLocked(op)
 	return op.ID
 }
 
 // commitMapGroups commits groups in order; the first failure stops (earlier groups stay).
 func (s *Stage) commitMapGroups(op *sched.Op, m *Map, groups []*MapGroup, sync CudaSync, opName string) error {
-	if !sync.IsZero() {
+	if m.w.place.IsCUDA() && !sync.IsZero() {
+		// the caller's kernel filled the device staging: wait for it before reading
+		dev, err := cuda.Get(int(m.w.place.DeviceID))
+		if err == nil {
+			err = dev.SyncForeign(sync.Stream, sync.Event)
+		}
+		if err != nil {
+			return status.Errorf(status.OpFailed, "map %d: write_done_sync: %s", m.Handle, status.MessageOf(err))
+		}
+	} else if !sync.IsZero() {
 		return status.Errorf(status.OpFailed,
 			"CUDA completion sync is only supported for GPU mapped tensors: map %d stages in host memory, so write_done_sync {stream %#x, event %#x} cannot be waited for; pass a zero sync",
 			m.Handle, sync.Stream, sync.Event)
@@ -426,11 +480,10 @@ func (s *Stage) commitMapGroups(op *sched.Op, m *Map, groups []*MapGroup, sync C
 // commitMapGroup writes a group's buffer (copied, so views the caller still holds cannot change
 // committed data) at the map's ordinal, under the same checks as a write.
 func (s *Stage) commitMapGroup(op *sched.Op, m *Map, g *MapGroup, opName string) error {
-	payload, err := buffer.New(g.staging.Size())
+	payload, err := cuda.Duplicate(g.staging)
 	if err != nil {
 		return err
 	}
-	copy(payload.Bytes(), g.staging.Bytes())
 	w := *m.w
 	w.payload, w.rowOff, w.rowLen, w.count, w.indexMap, w.mask = payload, g.rowOff, g.rowLen, 0, nil, nil
 	w.opName = opName

@@ -3,20 +3,21 @@ package core
 // Placement of columns (host or one CUDA device) and the copy-in of write payloads.
 //
 // Rules (README "GPU-resident attributes"):
-//   - A write's placement is its explicit device (WriteRequest.Device, Python device=) when
-//     given, else the source tensor's device: CPU and CUDA-host (pinned) tensors place on the
-//     host, CUDA and CUDA-managed tensors on their device.
-//   - A column has one placement, fixed by the write that creates it. A write placed elsewhere
-//     is INVALID_ARGUMENT (the message names both placements): nothing migrates silently. An
-//     explicit device= that matches the column copies any source there (host->device,
-//     device->host, device->device across GPUs).
+//   - A write's placement is its explicit device (WriteRequest.Device: Python placement= or
+//     device=, the C placement table) when given, else the source tensor's device: CPU and
+//     CUDA-host (pinned) tensors place on the host, CUDA and CUDA-managed tensors on their
+//     device. The payload is copied there (host->device, device->host, between GPUs).
+//   - A placement picks which copy of the column becomes current; it never binds the column.
+//     The column keeps one current copy and moves to the placement of the latest placed write
+//     when that write seals, so a later write placed elsewhere is an ordinary update.
+//   - A placed read serves each column's copy when it is current on the requested device, and
+//     otherwise a copy made there for the read, owned by its groups (availability.go).
 //   - The payload is copied at enqueue, as for host writes, so the caller may reuse its tensor
-//     once the call returns: after waiting for the caller's cuda_event / cuda_stream (spec
-//     §2.12), a CUDA source is copied device-to-device (no host round trip) on the device's
-//     copy stream, which is synchronized before returning.
+//     once the call returns: after waiting for the caller's cuda_event / cuda_stream, a CUDA
+//     source is copied device-to-device (no host round trip) on the device's copy stream,
+//     which is synchronized before returning.
 //   - Writes without a placement of their own (map commits, clones: host payloads) go to the
-//     column they target whatever its placement; the column imports the payload when it
-//     seals (column.Storage.Import).
+//     column they target wherever it is; the column moves the payload in when it seals.
 
 import (
 	"fmt"
@@ -65,8 +66,9 @@ func resolvePlacement(t tensor.Tensor, explicit column.Placement, name string) (
 		switch {
 		case explicit.DeviceType == tensor.DeviceCPU && explicit.DeviceID == 0:
 			return column.Host, nil
-		case explicit.DeviceType == tensor.DeviceCUDA && explicit.DeviceID >= 0:
-			return explicit, nil
+		case (explicit.DeviceType == tensor.DeviceCUDA || explicit.DeviceType == tensor.DeviceCUDAManaged) && explicit.DeviceID >= 0:
+			// managed memory is addressable everywhere: its copy lives on the named device
+			return column.CUDA(explicit.DeviceID), nil
 		}
 		return column.Placement{}, status.Errorf(status.InvalidArgument,
 			"device: (device_type %d, device_id %d) is not a placement: use cpu (1, 0) or cuda:N (2, N)",
@@ -84,53 +86,18 @@ func resolvePlacement(t tensor.Tensor, explicit column.Placement, name string) (
 	return column.Placement{}, status.Errorf(status.NotSupported, "%s: device type %d is not supported", name, t.DeviceType)
 }
 
-// checkPlacement rejects a write whose placement differs from the existing column's.
-func checkPlacement(attr string, have, want column.Placement) error {
-	if have == want {
-		return nil
-	}
-	return status.Errorf(status.InvalidArgument,
-		"attribute %q is stored on %s, but this write places it on %s: a column has one placement "+
-			"(pass device=%q to copy the payload to the column's device, or delete the attribute first)",
-		attr, have, want, have.String())
-}
-
-// checkPlacement rejects a write whose placement differs from the column it goes to. Writes
-// without a placement of their own (map commits, clones) take the column's.
-func (s *Stage) checkPlacement(w *preparedWrite, c *column.Column) error {
-	if c == nil || w.place == (column.Placement{}) {
-		return nil
-	}
-	if err := checkPlacement(s.tokenName(w.attr), c.Placement(), w.place); err != nil {
-		return status.Errorf(status.InvalidArgument, "%s%s", w.label, status.MessageOf(err))
-	}
-	return nil
-}
-
 // newPlacedColumn creates the column a write needs, placed where the write is (host for
-// writes without a placement).
+// writes without a placement). Later placed writes move it (column.Placer).
 func newPlacedColumn(w *preparedWrite) (*column.Column, error) {
 	place := w.place
 	if place == (column.Placement{}) {
 		place = column.Host
 	}
-	store, err := newStorage(place)
+	store, err := cuda.Placer{}.Open(place)
 	if err != nil {
 		return nil, err
 	}
-	return column.NewPlaced(w.attr, w.schema, store)
-}
-
-// newStorage makes the storage of a new column placed at p.
-func newStorage(p column.Placement) (column.Storage, error) {
-	if p.IsHost() {
-		return column.HostStorage(), nil
-	}
-	dev, err := cuda.Get(int(p.DeviceID))
-	if err != nil {
-		return nil, err
-	}
-	return cuda.NewColumnStorage(dev)
+	return column.NewPlaced(w.attr, w.schema, store, cuda.Placer{})
 }
 
 // gpuFor returns the device a write's GPU work runs on: the source's device for device
@@ -149,10 +116,22 @@ func gpuFor(t tensor.Tensor, place column.Placement, sync CudaSync, label, name 
 	if err == nil {
 		return dev, nil
 	}
+	if status.CodeOf(err) == status.NotSupported && arg == "device" {
+		// a placement is a request argument: without a usable driver its device_id cannot be
+		// validated
+		return nil, placementNeedsGPU(place, err)
+	}
 	if status.CodeOf(err) == status.NotSupported {
 		return nil, status.Errorf(status.NotSupported, "%s: %s needs a GPU: %s", arg, what, status.MessageOf(err))
 	}
 	return nil, status.Errorf(status.CodeOf(err), "%s: %s", arg, status.MessageOf(err))
+}
+
+// placementNeedsGPU is the error of a CUDA placement on a machine whose CUDA driver is not
+// usable (err says why).
+func placementNeedsGPU(place column.Placement, err error) error {
+	return status.Errorf(status.InvalidArgument,
+		"placement: %s: cannot validate device_id without a usable CUDA driver: %s", place, status.MessageOf(err))
 }
 
 // copyIn copies a write's tensors back to back into one payload buffer placed at place.

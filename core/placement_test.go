@@ -57,14 +57,6 @@ func TestResolvePlacement(t *testing.T) {
 	assert.Equal(t, status.NotSupported, status.CodeOf(err))
 }
 
-func TestCheckPlacementNamesBothSides(t *testing.T) {
-	assert.NoError(t, checkPlacement("a", column.CUDA(0), column.CUDA(0)))
-	err := checkPlacement("points", column.Host, column.CUDA(1))
-	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
-	assert.Equal(t, `attribute "points" is stored on cpu, but this write places it on cuda:1: a column has one placement `+
-		`(pass device="cpu" to copy the payload to the column's device, or delete the attribute first)`, status.MessageOf(err))
-}
-
 func TestCudaSyncArgumentNames(t *testing.T) {
 	assert.True(t, CudaSync{}.IsZero())
 	assert.Equal(t, "cuda_event", CudaSync{Event: 5}.argName())
@@ -95,8 +87,8 @@ func TestWithoutGPUDeviceWritesFailWithTheReason(t *testing.T) {
 
 	_, err = f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 1,
 		Tensors: []tensor.Tensor{f32Tensor(fake)}, Device: column.CUDA(0)})
-	assert.Equal(t, status.NotSupported, status.CodeOf(err))
-	assert.Contains(t, status.MessageOf(err), "device: cuda:0 needs a GPU: GPU unavailable")
+	assert.Equal(t, status.InvalidArgument, status.CodeOf(err), "a CUDA placement is a bad argument without a driver")
+	assert.Contains(t, status.MessageOf(err), "placement: cuda:0: cannot validate device_id without a usable CUDA driver: GPU unavailable")
 
 	// host writes (explicitly placed on the CPU too) do not need the driver
 	op, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: 1,
@@ -290,41 +282,53 @@ func testDeviceSourceIntoHostColumn(t *testing.T, g *gpuFixture) {
 	src, tn := g.upload(second(), []float32{4, 5, 6})
 	defer src.Release()
 
-	// implicit placement follows the source: mixed placement is rejected at enqueue
-	_, err := g.s.WriteAttribute(WriteRequest{Query: g.query, AttrToken: g.attr, Ordinal: 2, Tensors: []tensor.Tensor{tn}})
-	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
-	assert.Contains(t, status.MessageOf(err), fmt.Sprintf(`attribute "temperature" is stored on cpu, but this write places it on cuda:%d`, second()))
+	// an unplaced write follows its source: the column's current copy moves to that device
+	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 2, Tensors: []tensor.Tensor{tn}}))
+	g.seal(2)
+	grp := g.readGroup()
+	assert.Equal(t, int32(second()), grp.Tensors[0].DeviceID)
+	assert.Equal(t, []float32{4, 5, 6}, download(t, grp.Tensors[0].Buffer, 3))
+	require.NoError(t, g.s.ReleaseGroup(grp.ID))
 
-	// device="cpu" copies the device payload to the host column
+	// an explicit host placement copies the device payload to the host
 	dtoh := cuda.FakeStat("dtoh")
-	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 2, Tensors: []tensor.Tensor{tn}, Device: column.Host}))
+	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 3, Tensors: []tensor.Tensor{tn}, Device: column.Host}))
 	if g.fake {
 		assert.Equal(t, dtoh+1, cuda.FakeStat("dtoh"))
 	}
-	g.seal(2)
+	g.seal(3)
 	got, err := g.readAll()
 	require.NoError(t, err)
 	assert.Equal(t, [][]float32{{4, 5, 6}}, got)
 }
 
-func TestMixedPlacementNamesTheColumnsDevice(t *testing.T) {
-	forEachDriver(t, nil, testMixedPlacementNamesTheColumnsDevice)
+func TestWritesPlacedElsewhereRefreshTheColumn(t *testing.T) {
+	forEachDriver(t, nil, testWritesPlacedElsewhereRefreshTheColumn)
 }
 
-func testMixedPlacementNamesTheColumnsDevice(t *testing.T, g *gpuFixture) {
+// A placement picks which copy becomes current, never an error: device, host and device again,
+// partial writes merged with what the previous copy held.
+func testWritesPlacedElsewhereRefreshTheColumn(t *testing.T, g *gpuFixture) {
 	src, tn := g.upload(0, []float32{1, 2, 3})
 	defer src.Release()
-	op1, err := g.s.WriteAttribute(WriteRequest{Query: g.query, AttrToken: g.attr, Ordinal: 1, Tensors: []tensor.Tensor{tn}})
+	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []tensor.Tensor{tn}}))
+	// a host write into the cuda:0 column, unsealed behind the device one: accepted
+	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 2, Tensors: []tensor.Tensor{f32Tensor([]float32{4, 5, 6})}}))
+	g.seal(2)
+	grp := g.readGroup()
+	assert.True(t, grp.Tensors[0].Buffer.OnHost(), "the latest write put the current copy on the host")
+	require.NoError(t, g.s.ReleaseGroup(grp.ID))
+	got, err := g.readAll()
 	require.NoError(t, err)
-	g.wait(op1)
-	_, err = g.s.WriteAttribute(WriteRequest{Query: g.query, AttrToken: g.attr, Ordinal: 1,
-		Tensors: []tensor.Tensor{f32Tensor([]float32{1, 2, 3})}})
-	assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
-	assert.Contains(t, status.MessageOf(err), "is stored on cuda:0, but this write places it on cpu")
-	assert.Contains(t, status.MessageOf(err), `pass device="cuda:0"`)
-	// ... and the suggested fix works
-	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []tensor.Tensor{f32Tensor([]float32{4, 5, 6})},
-		Device: column.CUDA(0)}))
+	assert.Equal(t, [][]float32{{4, 5, 6}}, got)
+	// a partial write placed on the second device keeps the other rows
+	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 3, Tensors: []tensor.Tensor{f32Tensor([]float32{9})}, Count: 1,
+		Device: column.CUDA(int32(second()))}))
+	g.seal(3)
+	grp = g.readGroup()
+	assert.Equal(t, int32(second()), grp.Tensors[0].DeviceID)
+	assert.Equal(t, []float32{9, 5, 6}, download(t, grp.Tensors[0].Buffer, 3))
+	require.NoError(t, g.s.ReleaseGroup(grp.ID))
 }
 
 func TestDeviceSourceValidation(t *testing.T) { forEachDriver(t, nil, testDeviceSourceValidation) }

@@ -115,6 +115,37 @@ type OrdinalRange struct {
 // caller's thread, so admission failures come back in the enqueue result (op id 0, handle 0);
 // otherwise the fetch returns them once the read ran.
 func (s *Stage) ReadAttributes(qh uint64, attrs []uint64, rng OrdinalRange) (uint64, uint64, error) {
+	return s.ReadAttributesPlaced(qh, attrs, rng, column.Placement{}, Availability{})
+}
+
+// ReadAttributesPlaced is ReadAttributes serving the copies on device (zero: each column's
+// current copy; availability.go), recording avail's event before the groups are handed out.
+func (s *Stage) ReadAttributesPlaced(qh uint64, attrs []uint64, rng OrdinalRange, device column.Placement,
+	avail Availability) (uint64, uint64, error) {
+	place, err := readPlacement(device)
+	if err != nil {
+		return 0, 0, err
+	}
+	event, err := resolveAvailability(avail, place)
+	if err != nil {
+		return 0, 0, err
+	}
+	collect := func(q *Query) ([]*Group, error) {
+		groups, err := s.collectGroupsLocked(q, attrs, rng)
+		if err == nil {
+			err = placeGroups(groups, place)
+		}
+		if rerr := event.record(); err == nil && rerr != nil {
+			for _, g := range groups {
+				g.release()
+			}
+			err = rerr
+		}
+		if err != nil {
+			return nil, err
+		}
+		return groups, nil
+	}
 	if rng.HasStart && rng.Start > rng.End {
 		return 0, 0, status.Errorf(status.InvalidArgument, "ordinal range start %d is after end %d", rng.Start, rng.End)
 	}
@@ -141,7 +172,7 @@ func (s *Stage) ReadAttributes(qh uint64, attrs []uint64, rng OrdinalRange) (uin
 	// A ready read runs here (admission failures come back in the enqueue result), unless the
 	// query test gate is armed: then it is an op like any other, held by the gate.
 	if len(deps) == 0 && (q.Producer == nil || q.Producer.Done()) && !QueryGate.Active() {
-		groups, err := s.collectGroupsLocked(q, attrs, rng)
+		groups, err := collect(q)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -154,7 +185,7 @@ func (s *Stage) ReadAttributes(qh uint64, attrs []uint64, rng OrdinalRange) (uin
 			if err := s.checkLiveLocked(); err != nil {
 				return err
 			}
-			groups, err := s.collectGroupsLocked(q, attrs, rng)
+			groups, err := collect(q)
 			if err != nil {
 				return err
 			}

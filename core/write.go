@@ -6,6 +6,7 @@ import (
 
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/column"
+	"github.com/ovstage-go/ovstage/core/cuda"
 	"github.com/ovstage-go/ovstage/core/sched"
 	"github.com/ovstage-go/ovstage/core/status"
 	"github.com/ovstage-go/ovstage/core/tensor"
@@ -55,6 +56,8 @@ type WriteRequest struct {
 	// caller's CUDA work to wait for before the payload is read (placement.go).
 	Device column.Placement
 	Sync   CudaSync
+	// Avail is the placed op's event (availability.go); a batch records its first entry's.
+	Avail Availability
 }
 
 // preparedWrite is a validated write. Its payload is copied into engine memory at enqueue, so
@@ -87,8 +90,8 @@ type preparedWrite struct {
 	size  int64
 	src   []tensor.Tensor
 	delta column.Delta
-	// place is where the payload (and a column the write creates) lives; the zero value (map
-	// commits, clones) adopts the existing column's placement, or the host (placement.go).
+	// place is where the payload lives and where the column moves when the write seals; the
+	// zero value (map commits, clones) follows the column, or the host (placement.go).
 	place column.Placement
 }
 
@@ -438,7 +441,7 @@ func (s *Stage) columnForWriteLocked(w *preparedWrite, targets []uint64, seq uin
 	}
 	if len(cols) == 1 && sameChannel(cols[0].Schema, w.schema) { // the common case needs no per-prim liveness checks
 		if storage, role := matches(cols[0]); storage && role {
-			return cols[0], s.checkPlacement(w, cols[0])
+			return cols[0], nil
 		}
 	}
 	var target *column.Column
@@ -462,7 +465,7 @@ func (s *Stage) columnForWriteLocked(w *preparedWrite, targets []uint64, seq uin
 			target, targetLive = c, live != 0
 		}
 	}
-	return target, s.checkPlacement(w, target)
+	return target, nil
 }
 
 // firstLiveFrom returns the first of prims that carries c's attribute at some point from just
@@ -513,6 +516,11 @@ func (s *Stage) WriteAttribute(req WriteRequest) (uint64, error) {
 	}
 	o.ws = o.oneList[:]
 	o.oneList[0] = &o.one
+	var err error
+	if o.event, err = resolveAvailability(req.Avail, o.one.place); err != nil {
+		o.releasePayloads()
+		return 0, err
+	}
 	return s.enqueueWrites(req.Query, o)
 }
 
@@ -548,6 +556,11 @@ func (s *Stage) WriteAttributes(query, ordinal uint64, primMode int32, reqs []Wr
 				"write_attributes: writes[%d] and writes[%d]: descriptors for canonical attribute %q declare incompatible column identities (%s is_array=%v semantic %d, and %s is_array=%v semantic %d)",
 				j, i, s.tokenName(w.attr), a.DType, a.IsArray, a.Semantic, b.DType, b.IsArray, b.Semantic)
 		}
+	}
+	var err error
+	if o.event, err = batchAvailability(reqs, o.ws); err != nil {
+		o.releasePayloads()
+		return 0, err
 	}
 	return s.enqueueWrites(query, o)
 }
@@ -585,10 +598,40 @@ func (s *Stage) checkBatchCoverage(paths []uint64, ws []*preparedWrite) error {
 	return nil
 }
 
+// batchAvailability resolves a placed batch's event: on the batch's device, else on its CUDA
+// sources' device. Sources on several devices with no device and a default stream cannot be
+// covered by one record: INVALID_ARGUMENT (checked even when the query selects no prims).
+func batchAvailability(reqs []WriteRequest, ws []*preparedWrite) (*eventRecord, error) {
+	avail, device := reqs[0].Avail, reqs[0].Device
+	if !avail.Placed {
+		return nil, nil
+	}
+	place := column.Placement{}
+	if device != (column.Placement{}) {
+		place = ws[0].place
+	} else {
+		for i, w := range ws {
+			if w.place.IsHost() {
+				continue
+			}
+			if place != (column.Placement{}) && place != w.place && avail.Stream <= cuda.StreamPerThread {
+				return nil, status.Errorf(status.InvalidArgument,
+					"writes[%d]: its source is on %s but an earlier entry's is on %s: with no placement device and a default stream, "+
+						"one availability event cannot cover sources on several devices (name a device or a stream)", i, w.place, place)
+			}
+			if place == (column.Placement{}) {
+				place = w.place
+			}
+		}
+	}
+	return resolveAvailability(avail, place)
+}
+
 // writeOp is one write or write batch: the op, its entries and (for a single write) their
 // storage, allocated together.
 type writeOp struct {
 	stageOp
+	event       *eventRecord // the placed op's availability event (nil: none)
 	q           *Query
 	ws          []*preparedWrite
 	sharedAttrs bool // some attribute has several entries
@@ -600,7 +643,14 @@ type writeOp struct {
 }
 
 // Run applies the entries (on a worker, or inline when the op is ready at enqueue).
-func (o *writeOp) Run(op *sched.Op) error { return o.s.applyWrites(op, o) }
+// The availability event is recorded after the entries, whatever their outcome.
+func (o *writeOp) Run(op *sched.Op) error {
+	err := o.s.applyWrites(op, o)
+	if rerr := o.event.record(); err == nil {
+		err = rerr
+	}
+	return err
+}
 
 // Cleanup releases payloads that were not staged (failed entries, failed inputs, a failure
 // injected by a test gate), then does the stage bookkeeping.
@@ -843,7 +893,7 @@ func (s *Stage) applyWrite(op *sched.Op, q *Query, w *preparedWrite) error {
 		return nil
 	}
 	w.delta = column.Delta{Ordinal: w.ordinal, Seq: op.ID, Src: src, Payload: w.payload, RowOff: w.rowOff, RowLen: w.rowLen,
-		Width: w.width, WidthElems: w.widthElems, Later: dest.later}
+		Width: w.width, WidthElems: w.widthElems, Later: dest.later, Place: w.place}
 	w.payload = buffer.Buffer{} // the column owns it now
 	if dest.col.Stage(targets, &w.delta) || s.primsRemoved.Load() {
 		// New rows mean possibly new prims; existing rows' prims are already recorded unless

@@ -10,11 +10,11 @@ import (
 )
 
 // MapAttribute enqueues a map session: desc is an ovstage_map_desc_t* (dtype bits 0: the
-// existing schema), sizes the size_t[n] element_sizes of an array attribute (0: none), decoded
-// by abi.Map. Returns "<map handle> <op id>".
-func MapAttribute(stageID, query uint64, desc uintptr, ordinal uint64, sizes uintptr, n int) (string, error) {
+// existing schema), sizes the size_t[n] element_sizes of an array attribute (0: none) and
+// placement an ovstage_placement_t* (0: none), decoded by abi.Map. Returns "<map handle> <op id>".
+func MapAttribute(stageID, query uint64, desc uintptr, ordinal uint64, sizes uintptr, n int, placement uintptr) (string, error) {
 	return withStage(stageID, func(s *core.Stage) (string, error) {
-		req, err := abi.Map(query, cptr.At(desc), ordinal, cptr.At(sizes), uint64(max(n, 0)), nil)
+		req, err := abi.Map(query, cptr.At(desc), ordinal, cptr.At(sizes), uint64(max(n, 0)), cptr.At(placement))
 		if err != nil {
 			return "", err
 		}

@@ -8,14 +8,15 @@ import (
 )
 
 // ReadAttributes enqueues a read of n attribute tokens (uint64) at attrs over the range at rng
-// (an ovstage_ordinal_range_t*), decoded by abi.Read; it returns "<read handle> <op id>".
-func ReadAttributes(stageID, query uint64, attrs uintptr, n int, rng uintptr) (string, error) {
+// (an ovstage_ordinal_range_t*) and placement (an ovstage_placement_t*, 0: none), decoded by
+// abi.Read; it returns "<read handle> <op id>".
+func ReadAttributes(stageID, query uint64, attrs uintptr, n int, rng, placement uintptr) (string, error) {
 	return withStage(stageID, func(s *core.Stage) (string, error) {
-		toks, r, err := abi.Read(cptr.At(attrs), uint64(max(n, 0)), cptr.At(rng), nil)
+		toks, r, placed, err := abi.Read(cptr.At(attrs), uint64(max(n, 0)), cptr.At(rng), cptr.At(placement))
 		if err != nil {
 			return "", err
 		}
-		return handleAndOp(s.ReadAttributes(query, toks, r))
+		return handleAndOp(s.ReadAttributesPlaced(query, toks, r, placed.Device, placed.Avail))
 	})
 }
 

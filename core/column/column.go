@@ -46,6 +46,9 @@ type Delta struct {
 	// Later lists deletes ordered after this write that already ran: Stage gives the rows
 	// they cover their tombstones too (see LaterDelete).
 	Later []LaterDelete
+	// Place is where Payload lives and where the column moves when the delta seals; the
+	// zero value (map commits, clones) follows the column.
+	Place Placement
 }
 
 // row returns the byte offset and element count of array source row s.
@@ -97,8 +100,10 @@ type Column struct {
 	Name     uint64
 	Schema   Schema
 	rowBytes int // fixed: bytes per row; array: bytes per element
-	// store allocates and copies in the column's placement (host, or one CUDA device).
-	store Storage
+	// store allocates and copies in the column's current placement (host, or one CUDA
+	// device); placer moves the column and payloads between placements (placer.go).
+	store  Storage
+	placer Placer
 
 	mu     sync.Mutex
 	rows   rowIndex // prim <-> row
@@ -137,25 +142,29 @@ type Column struct {
 	lastGen   uint64
 }
 
-// New creates an empty host column.
+// New creates an empty host column that stays on the host.
 func New(name uint64, schema Schema) (*Column, error) {
-	return NewPlaced(name, schema, HostStorage())
+	return NewPlaced(name, schema, HostStorage(), hostPlacer{})
 }
 
-// NewPlaced creates an empty column whose buffers live where store puts them; the column
-// closes store.
-func NewPlaced(name uint64, schema Schema, store Storage) (*Column, error) {
+// NewPlaced creates an empty column whose buffers live where store puts them until a placed
+// change moves it (through placer); the column closes its storage.
+func NewPlaced(name uint64, schema Schema, store Storage, placer Placer) (*Column, error) {
 	buf, err := store.New(0)
 	if err != nil {
 		store.Close()
 		return nil, err
 	}
 	return &Column{Name: name, Schema: schema, rowBytes: schema.DType.ElemBytes(), store: store,
-		rows: newRowIndex(), sealed: buf, layout: 1, retention: DefaultRetention}, nil
+		placer: placer, rows: newRowIndex(), sealed: buf, layout: 1, retention: DefaultRetention}, nil
 }
 
-// Placement is where the column's payload lives.
-func (c *Column) Placement() Placement { return c.store.Placement() }
+// Placement is where the column's current copy lives.
+func (c *Column) Placement() Placement {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.store.Placement()
+}
 
 // RowBytes is the size of one fixed row (array columns: of one element).
 func (c *Column) RowBytes() int { return c.rowBytes }
@@ -344,22 +353,41 @@ func (c *Column) Seal(floor uint64) error {
 		}
 		c.pruneRecords(floor)
 	}()
-	for _, d := range fold { // host payloads of map commits and clones into a device column
+	for rest := fold; len(rest) > 0; {
+		n, target := c.placedRun(rest)
+		if err := c.sealRunLocked(rest[:n], target); err != nil {
+			return err
+		}
+		rest = rest[n:]
+	}
+	return nil
+}
+
+// sealRunLocked folds deltas that seal in one placement: the column first moves there when its
+// current copy is elsewhere, then payloads staged elsewhere (host payloads of map commits and
+// clones) are moved in.
+func (c *Column) sealRunLocked(run []*Delta, target Placement) error {
+	if target != c.store.Placement() {
+		if err := c.moveToLocked(target); err != nil {
+			return err
+		}
+	}
+	for _, d := range run {
 		if d.Payload.Valid() {
-			p, err := c.store.Import(d.Payload)
-			d.Payload = p
+			p, err := c.placer.Move(d.Payload, target)
 			if err != nil {
 				return err
 			}
+			d.Payload = p
 		}
 	}
 	if c.Schema.IsArray {
-		for _, d := range fold {
+		for _, d := range run {
 			c.applyArray(d)
 		}
 		return nil
 	}
-	return c.applyFixed(fold)
+	return c.applyFixed(run)
 }
 
 func (c *Column) markSealed(r int32, d *Delta) {

@@ -13,7 +13,7 @@ import (
 func (c *Column) Committed(prims []uint64, fn func(i int, value []byte)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	views := hostViews{store: c.store}
+	views := hostViews{placer: c.placer}
 	defer views.release()
 	type source struct {
 		d *Delta
@@ -64,7 +64,7 @@ func (c *Column) Committed(prims []uint64, fn func(i int, value []byte)) {
 // hostViews hands out the host bytes of buffers during one call, copying a device buffer to
 // the host at most once (GPU columns: queries, clones and maps read values on the CPU).
 type hostViews struct {
-	store  Storage
+	placer Placer
 	copies map[unsafe.Pointer]buffer.Buffer
 }
 
@@ -75,7 +75,7 @@ func (h *hostViews) bytes(b buffer.Buffer) []byte {
 	if c, ok := h.copies[b.Raw()]; ok {
 		return c.Bytes()
 	}
-	c, err := h.store.HostCopy(b)
+	c, err := hostCopy(h.placer, b)
 	if err != nil {
 		// Committed has no error path: the op running it recovers this into an INTERNAL error.
 		panic(fmt.Sprintf("reading a GPU column's values on the host: %v", err))

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/ovstage-go/ovstage/core/buffer"
-	"github.com/ovstage-go/ovstage/core/status"
 	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
@@ -21,6 +20,9 @@ var Host = Placement{DeviceType: tensor.DeviceCPU}
 func CUDA(ordinal int32) Placement {
 	return Placement{DeviceType: tensor.DeviceCUDA, DeviceID: ordinal}
 }
+
+// IsCUDA reports whether the payload is memory of a CUDA device.
+func (p Placement) IsCUDA() bool { return p.DeviceType == tensor.DeviceCUDA }
 
 // IsHost reports whether the payload is host memory.
 func (p Placement) IsHost() bool { return p.DeviceType == tensor.DeviceCPU }
@@ -51,20 +53,13 @@ type Storage interface {
 	// Flush returns once every copy issued so far has landed; dst is then ready for readers
 	// and the sources of those copies may be released.
 	Flush(dst buffer.Buffer) error
-	// Import returns a buffer of this placement with b's bytes, taking over b's reference (b
-	// itself when it is already here; b, still owned by the caller, on error). Payloads staged
-	// in host memory by map commits and clones reach device columns this way.
-	Import(b buffer.Buffer) (buffer.Buffer, error)
-	// HostCopy returns a host buffer with b's bytes (one new reference; b itself when it is
-	// host memory). Queries, clones and maps read committed values this way.
-	HostCopy(b buffer.Buffer) (buffer.Buffer, error)
 	// Close releases what the storage holds (not the buffers it made).
 	Close()
 }
 
 // HostCopy returns a host buffer with the bytes of b, a buffer of this column (b itself, with
 // a new reference, on the host): CPU-side consumers of GPU columns read through it.
-func (c *Column) HostCopy(b buffer.Buffer) (buffer.Buffer, error) { return c.store.HostCopy(b) }
+func (c *Column) HostCopy(b buffer.Buffer) (buffer.Buffer, error) { return hostCopy(c.placer, b) }
 
 type hostStorage struct{}
 
@@ -84,15 +79,6 @@ func (hostStorage) Copy(dst, src buffer.Buffer, runs []Run) error {
 }
 
 func (hostStorage) Flush(buffer.Buffer) error { return nil }
-
-func (hostStorage) Import(b buffer.Buffer) (buffer.Buffer, error) {
-	if !b.OnHost() {
-		return b, status.Errorf(status.Internal, "a device payload reached a host column")
-	}
-	return b, nil
-}
-
-func (hostStorage) HostCopy(b buffer.Buffer) (buffer.Buffer, error) { return b.Retain(), nil }
 
 func (hostStorage) Close() {}
 

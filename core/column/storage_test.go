@@ -64,7 +64,7 @@ func (r *recordingStorage) Close() { r.closed = true }
 
 func TestSealCopiesThroughStorage(t *testing.T) {
 	rs := &recordingStorage{t: t}
-	c, err := NewPlaced(1, f32, rs)
+	c, err := NewPlaced(1, f32, rs, hostPlacer{})
 	require.NoError(t, err)
 	assert.Equal(t, Host, c.Placement())
 	prims := []uint64{10, 11, 12, 13}
@@ -99,7 +99,7 @@ func TestSealCopiesThroughStorage(t *testing.T) {
 }
 
 func TestNewPlacedReportsPlacement(t *testing.T) {
-	c, err := NewPlaced(1, Schema{DType: tensor.DType{Code: tensor.CodeUInt, Bits: 8, Lanes: 1}}, placedHost{CUDA(1)})
+	c, err := NewPlaced(1, Schema{DType: tensor.DType{Code: tensor.CodeUInt, Bits: 8, Lanes: 1}}, placedHost{CUDA(1)}, hostPlacer{})
 	require.NoError(t, err)
 	defer c.Close()
 	assert.Equal(t, "cuda:1", c.Placement().String())
@@ -107,10 +107,8 @@ func TestNewPlacedReportsPlacement(t *testing.T) {
 
 type placedHost struct{ p Placement }
 
-func (h placedHost) Placement() Placement                          { return h.p }
-func (placedHost) New(size int) (buffer.Buffer, error)             { return buffer.New(size) }
-func (placedHost) Copy(dst, src buffer.Buffer, r []Run) error      { return hostStorage{}.Copy(dst, src, r) }
-func (placedHost) Flush(buffer.Buffer) error                       { return nil }
-func (placedHost) Close()                                          {}
-func (placedHost) Import(b buffer.Buffer) (buffer.Buffer, error)   { return b, nil }
-func (placedHost) HostCopy(b buffer.Buffer) (buffer.Buffer, error) { return b.Retain(), nil }
+func (h placedHost) Placement() Placement                     { return h.p }
+func (placedHost) New(size int) (buffer.Buffer, error)        { return buffer.New(size) }
+func (placedHost) Copy(dst, src buffer.Buffer, r []Run) error { return hostStorage{}.Copy(dst, src, r) }
+func (placedHost) Flush(buffer.Buffer) error                  { return nil }
+func (placedHost) Close()                                     {}

@@ -257,6 +257,15 @@ func (d *Device) SyncForeign(stream, event uintptr) error {
 	return nil
 }
 
+// RecordForeign records a caller's CUevent on stream (0/1 legacy default, 2 per-thread
+// default, else a CUstream of this device) in this device's context.
+func (d *Device) RecordForeign(event, stream uintptr) error {
+	if r := C.ovs_cu_event_record(C.uintptr_t(d.ctx), C.uintptr_t(event), C.uintptr_t(stream)); r != 0 {
+		return status.Errorf(status.OpFailed, "cuEventRecord on %s (stream %#x) failed: %s", d, stream, driverError(r))
+	}
+	return nil
+}
+
 // Stream is a CUDA stream of one device.
 type Stream struct {
 	dev *Device

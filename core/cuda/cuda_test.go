@@ -420,7 +420,7 @@ func testColumnStorageSealsOnTheDevice(t *testing.T, fake bool) {
 	store, err := NewColumnStorage(d)
 	require.NoError(t, err)
 	f32 := column.Schema{DType: tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1}}
-	c, err := column.NewPlaced(7, f32, store)
+	c, err := column.NewPlaced(7, f32, store, Placer{})
 	require.NoError(t, err)
 	assert.Equal(t, d.String(), c.Placement().String())
 
@@ -466,4 +466,71 @@ func testColumnStorageSealsOnTheDevice(t *testing.T, fake bool) {
 
 func TestSyncForeignOnEveryDriver(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, _ bool) { testSyncForeign(t) })
+}
+
+func TestColumnMovesToWherePlacedChangesPutIt(t *testing.T) {
+	forEachDriver(t, testColumnMovesToWherePlacedChangesPutIt)
+}
+
+// A placed change elsewhere moves the column when it seals: the copy it leaves is merged into
+// the new one, and readers of the old copy keep their version.
+func testColumnMovesToWherePlacedChangesPutIt(t *testing.T, fake bool) {
+	d, _ := Get(second())
+	here := column.CUDA(int32(d.Ordinal))
+	store, err := NewColumnStorage(d)
+	require.NoError(t, err)
+	f32 := column.Schema{DType: tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1}}
+	c, err := column.NewPlaced(7, f32, store, Placer{})
+	require.NoError(t, err)
+	defer c.Close()
+	host := func(vals ...float32) buffer.Buffer {
+		b, err := buffer.New(4 * len(vals))
+		require.NoError(t, err)
+		copy(unsafe.Slice((*float32)(b.Data()), len(vals)), vals)
+		return b
+	}
+	values := func(snap column.Snapshot, n int) []float32 {
+		h, err := Move(snap.Views[0].Buffer.Retain(), column.Host)
+		require.NoError(t, err)
+		defer h.Release()
+		return append([]float32(nil), unsafe.Slice((*float32)(h.Data()), n)...)
+	}
+	read := func() column.Snapshot {
+		_, snap, err := c.ReadSnapshot([]uint64{1, 2, 3}, nil, column.Bounds{End: column.Current}, func(uint64) string { return "p" })
+		require.NoError(t, err)
+		return snap
+	}
+	dev, err := Move(host(1, 2, 3), here)
+	require.NoError(t, err)
+	c.Stage([]uint64{1, 2, 3}, &column.Delta{Ordinal: 1, Seq: 1, Payload: dev, Place: here})
+	require.NoError(t, c.Seal(1))
+	onDevice := read()
+	assert.Equal(t, here, column.PlacementOf(onDevice.Views[0].Buffer))
+
+	// a host-placed partial write moves the column to the host, keeping the other rows
+	c.Stage([]uint64{2}, &column.Delta{Ordinal: 2, Seq: 2, Payload: host(20), Place: column.Host})
+	require.NoError(t, c.Seal(2))
+	assert.Equal(t, column.Host, c.Placement())
+	onHost := read()
+	assert.True(t, onHost.Views[0].Buffer.OnHost())
+	assert.Equal(t, []float32{1, 20, 3}, values(onHost, 3))
+	assert.Equal(t, []float32{1, 2, 3}, values(onDevice, 3), "the device reader's version is untouched")
+
+	// an unplaced change (a map commit's host payload) follows the column; a device-placed one
+	// in the same fold moves it back
+	back, err := Move(host(30), here)
+	require.NoError(t, err)
+	c.Stage([]uint64{1}, &column.Delta{Ordinal: 3, Seq: 3, Payload: host(10)})
+	c.Stage([]uint64{3}, &column.Delta{Ordinal: 3, Seq: 4, Payload: back, Place: here})
+	require.NoError(t, c.Seal(3))
+	assert.Equal(t, here, c.Placement())
+	again := read()
+	assert.Equal(t, here, column.PlacementOf(again.Views[0].Buffer))
+	assert.Equal(t, []float32{10, 20, 30}, values(again, 3))
+	for _, s := range []column.Snapshot{onDevice, onHost, again} {
+		s.Release()
+	}
+	if fake {
+		assert.Equal(t, int64(0), FakeStat("depth"), "every context push was popped")
+	}
 }

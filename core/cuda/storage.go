@@ -3,7 +3,6 @@ package cuda
 import (
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/column"
-	"github.com/ovstage-go/ovstage/core/status"
 )
 
 // ColumnStorage keeps a column's buffers on one device. Its copies are queued on the column's
@@ -48,54 +47,120 @@ func (c *ColumnStorage) Flush(dst buffer.Buffer) error {
 	return c.stream.Sync()
 }
 
-// Import takes over b: a buffer of this device is returned as is; a host buffer is uploaded
-// (and released); anything else is refused (b is returned for the caller to release).
-func (c *ColumnStorage) Import(b buffer.Buffer) (buffer.Buffer, error) {
-	if !b.OnHost() {
-		if !IsDeviceBuffer(b) || int(b.DeviceID()) != c.dev.Ordinal {
-			return b, status.Errorf(status.Internal, "a payload of device %d reached a column on %s", b.DeviceID(), c.dev)
-		}
+// Close destroys the column's stream (queued work still completes).
+func (c *ColumnStorage) Close() { c.stream.Destroy() }
+
+// Placer opens column storage on the host or a device and moves buffers between them
+// (column.Placer): the stage's columns move to where their placed writes put them.
+type Placer struct{}
+
+// Open returns the storage of a column placed at p.
+func (Placer) Open(p column.Placement) (column.Storage, error) {
+	if p.IsHost() {
+		return column.HostStorage(), nil
+	}
+	dev, err := Get(int(p.DeviceID))
+	if err != nil {
+		return nil, err
+	}
+	return NewColumnStorage(dev)
+}
+
+// Move copies b to placement to (host, or a device), taking over b's reference; b itself when
+// it is already there, and b, still the caller's, on error. The copy is complete on return.
+func (Placer) Move(b buffer.Buffer, to column.Placement) (buffer.Buffer, error) {
+	return Move(b, to)
+}
+
+// Move is Placer.Move.
+func Move(b buffer.Buffer, to column.Placement) (buffer.Buffer, error) {
+	from := column.PlacementOf(b)
+	if from == to {
 		return b, nil
 	}
-	d, err := c.dev.Alloc(b.Size(), false, c.stream)
-	if err != nil {
-		return b, err
-	}
-	if b.Size() > 0 {
-		if err := c.stream.CopyHtoD(uintptr(d.Data()), b.Data(), b.Size()); err != nil {
-			d.Release()
+	var src, dst *Device
+	var err error
+	if !from.IsHost() {
+		if src, err = Get(int(from.DeviceID)); err != nil {
 			return b, err
 		}
 	}
-	if err := c.stream.Sync(); err != nil {
-		d.Release()
+	if !to.IsHost() {
+		if dst, err = Get(int(to.DeviceID)); err != nil {
+			return b, err
+		}
+	}
+	copier := src // device-to-host and peer copies run on the source's stream
+	if copier == nil {
+		copier = dst
+	}
+	stream, err := copier.CopyStream()
+	if err != nil {
+		return b, err
+	}
+	size := b.Size()
+	var out buffer.Buffer
+	if dst == nil {
+		out, err = buffer.NewUninit(size)
+	} else {
+		out, err = dst.Alloc(size, false, stream)
+	}
+	if err != nil {
+		return b, err
+	}
+	if size > 0 {
+		switch {
+		case dst == nil:
+			err = stream.CopyDtoH(out.Data(), uintptr(b.Data()), size)
+		case src == nil:
+			err = stream.CopyHtoD(uintptr(out.Data()), b.Data(), size)
+		case src == dst:
+			err = stream.CopyDtoD(uintptr(out.Data()), uintptr(b.Data()), size)
+		default:
+			err = stream.CopyPeer(uintptr(out.Data()), dst, uintptr(b.Data()), src, size)
+		}
+	}
+	if serr := stream.Sync(); err == nil {
+		err = serr
+	}
+	if err != nil {
+		out.Release()
 		return b, err
 	}
 	b.Release()
-	return d, nil
+	return out, nil
 }
 
-// HostCopy downloads b (a buffer of this device) into a new host buffer.
-func (c *ColumnStorage) HostCopy(b buffer.Buffer) (buffer.Buffer, error) {
+// Duplicate returns a new buffer with b's bytes in b's placement (host or device).
+func Duplicate(b buffer.Buffer) (buffer.Buffer, error) {
 	if b.OnHost() {
-		return b.Retain(), nil
+		out, err := buffer.NewUninit(b.Size())
+		if err == nil {
+			copy(out.Bytes(), b.Bytes())
+		}
+		return out, err
 	}
-	h, err := buffer.New(b.Size())
+	dev, err := Get(int(b.DeviceID()))
+	if err != nil {
+		return buffer.Buffer{}, err
+	}
+	stream, err := dev.CopyStream()
+	if err != nil {
+		return buffer.Buffer{}, err
+	}
+	out, err := dev.Alloc(b.Size(), false, stream)
 	if err != nil {
 		return buffer.Buffer{}, err
 	}
 	if b.Size() > 0 {
-		if err := c.stream.CopyDtoH(h.Data(), uintptr(b.Data()), b.Size()); err != nil {
-			h.Release()
-			return buffer.Buffer{}, err
-		}
+		err = stream.CopyDtoD(uintptr(out.Data()), uintptr(b.Data()), b.Size())
 	}
-	if err := c.stream.Sync(); err != nil {
-		h.Release()
+	if serr := stream.Sync(); err == nil {
+		err = serr
+	}
+	if err != nil {
+		out.Release()
 		return buffer.Buffer{}, err
 	}
-	return h, nil
+	return out, nil
 }
-
-// Close destroys the column's stream (queued work still completes).
-func (c *ColumnStorage) Close() { c.stream.Destroy() }

@@ -9,6 +9,12 @@ typedef int64_t (*ovs_stat_fn)(const char*);
 static int64_t ovs_call_stat(void* fn, const char* name) { return ((ovs_stat_fn)fn)(name); }
 typedef const char* (*ovs_trace_fn)(int);
 static const char* ovs_call_trace(void* fn, int reset) { return ((ovs_trace_fn)fn)(reset); }
+typedef void* (*ovs_new_event_fn)(int);
+static void* ovs_call_new_event(void* fn, int dev) { return ((ovs_new_event_fn)fn)(dev); }
+typedef int (*ovs_destroy_event_fn)(int, void*);
+static int ovs_call_destroy_event(void* fn, int dev, uintptr_t e) { return ((ovs_destroy_event_fn)fn)(dev, (void*)e); }
+typedef int64_t (*ovs_event_records_fn)(void*);
+static int64_t ovs_call_event_records(void* fn, uintptr_t e) { return ((ovs_event_records_fn)fn)((void*)e); }
 typedef void (*ovs_fail_fn)(int64_t);
 static void ovs_call_fail(void* fn, int64_t n) { ((ovs_fail_fn)fn)(n); }
 */
@@ -64,4 +70,36 @@ func FakeTrace() string {
 		return ""
 	}
 	return C.GoString(C.ovs_call_trace(fn, 1))
+}
+
+// fakeSymbol resolves a test helper of the fake driver (nil when the driver is not the fake).
+func fakeSymbol(name string) unsafe.Pointer {
+	sym := C.CString(name)
+	defer C.free(unsafe.Pointer(sym))
+	return C.ovs_cu_symbol(sym)
+}
+
+// FakeNewEvent creates a CUevent on device dev of the fake driver (0 when not the fake).
+func FakeNewEvent(dev int) uintptr {
+	fn := fakeSymbol("fakecuda_new_event")
+	if fn == nil {
+		return 0
+	}
+	return uintptr(C.ovs_call_new_event(fn, C.int(dev)))
+}
+
+// FakeDestroyEvent destroys an event made by FakeNewEvent on dev.
+func FakeDestroyEvent(dev int, event uintptr) {
+	if fn := fakeSymbol("fakecuda_destroy_event"); fn != nil {
+		C.ovs_call_destroy_event(fn, C.int(dev), C.uintptr_t(event))
+	}
+}
+
+// FakeEventRecords is how many times the fake driver recorded event (-1 when not the fake).
+func FakeEventRecords(event uintptr) int64 {
+	fn := fakeSymbol("fakecuda_event_records")
+	if fn == nil {
+		return -1
+	}
+	return int64(C.ovs_call_event_records(fn, C.uintptr_t(event)))
 }

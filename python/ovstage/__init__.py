@@ -56,6 +56,7 @@ from ._hierarchy import Hierarchy, HierarchyComputationModelDesc, HierarchyItem,
 from ._logging import flush_log, set_log_callback
 from ._ops import Operation
 from ._pathdict import PathDictionary, PathList
+from ._placement import Placement
 from ._query import Filter, Predicate, QueryResult
 from ._stage import OrdinalRange, Stage, WriteDesc, library_version
 
@@ -100,6 +101,7 @@ __all__ = [
     "OvxError",
     "PathDictionary",
     "PathList",
+    "Placement",
     "PopulationDomain",
     "Predicate",
     "PrimMode",

@@ -47,7 +47,7 @@ __all__ = [
     "OrdinalRangeRaw",
     "OvxString",
     "OvxStringOrToken",
-    "Placement",
+    "PlacementRaw",
     "PredicateRaw",
     "PrimGroupRaw",
     "QueryResultRaw",
@@ -112,8 +112,8 @@ class AttributeWrite(ctypes.Structure):
     _fields_ = [("attribute", OvxStringOrToken), ("data", WriteData)]
 
 
-class Placement(ctypes.Structure):
-    """``ovstage_placement_t``: the device of a placed write."""
+class PlacementRaw(ctypes.Structure):
+    """``ovstage_placement_t`` (built by ``Placement._raw``)."""
 
     _fields_ = [
         ("device", DLDevice),

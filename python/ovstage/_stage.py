@@ -22,7 +22,6 @@ from ._abi import (
     OrdinalRangeRaw,
     OvxString,
     OvxStringOrToken,
-    Placement,
     PredicateRaw,
     QueryResultRaw,
     ReadGroupRaw,
@@ -33,7 +32,7 @@ from ._abi import (
 from ._clone import CloneOperation, CloneResult
 from ._config import StageConfig, process_config
 from ._cuda import parse_device
-from ._dlpack import DLDataType, DLDevice, DLTensor, make_dltensor, private_dltensor
+from ._dlpack import DLDataType, DLTensor, make_dltensor, private_dltensor
 from ._enums import AttributeMode, AttributeSemantic, OrdinalAdmissionPolicy, PrimMode, Scope
 from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError, OvxError
 from ._groups import MapGroup, ReadGroup
@@ -58,6 +57,7 @@ from ._hierarchy import _HierarchyMixin
 from ._lib import call, native
 from ._ops import Operation
 from ._pathdict import PathListBook, StageDictionary
+from ._placement import Placement, as_placement
 from ._query import Filter, Predicate, QueryResult
 from ._waits import wait_sliced
 
@@ -531,6 +531,7 @@ class Stage(_HierarchyMixin):
         cuda_event: int | None = None,
         cuda_stream: int | None = None,
         device: Any = None,
+        placement: Placement | None = None,
     ) -> Operation:
         """Enqueue a write of ``tensors`` to ``attribute`` on the query's prims at ``ordinal``.
 
@@ -547,17 +548,20 @@ class Stage(_HierarchyMixin):
         once); larger ones are copied by the op on a worker, so writes submitted ahead copy in
         parallel. The stage keeps such a source alive until the op completes.
 
-        GPU (ovstage-go extension): a CUDA source tensor places the column on its device
-        (copied device to device); ``device`` (``"cpu"``, ``"cuda:N"``, a torch device ...)
-        places it explicitly, copying the payload there. A column has one placement: a
-        write placed elsewhere fails with ``INVALID_ARGUMENT``. ``cuda_event`` /
-        ``cuda_stream`` (``ovstage_cuda_sync_t``) are waited for before the payload is read;
-        they need a GPU (``NOT_SUPPORTED`` naming the reason otherwise).
+        ``placement`` (a ``Placement``) picks the device copy this write makes current; the
+        payload is copied there. It never binds the column: a later write placed elsewhere is
+        an ordinary update. Without one the write goes where its source tensor lives (a CUDA
+        tensor's device, else the host). ``device`` (ovstage-go: ``"cpu"``, ``"cuda:N"``, a
+        torch device ...) is a shorthand for ``placement=Placement(type, id)``; give one or
+        the other. ``cuda_event`` / ``cuda_stream`` (``ovstage_cuda_sync_t``) are waited for
+        before the payload is read; they need a GPU (``NOT_SUPPORTED`` naming the reason
+        otherwise).
         """
         if (
             tensors.__class__ is _NDARRAY
             and is_array is False
             and index_map is mask is count is cuda_event is cuda_stream is device is None
+            and placement is None
             and prim_mode is PrimMode.UPSERT
             and semantic.__class__ is int
             and not semantic
@@ -574,7 +578,12 @@ class Stage(_HierarchyMixin):
         mode = as_enum(prim_mode, PrimMode, "prim_mode")
         event = 0 if cuda_event is None else as_uint64(cuda_event, "cuda_event")
         stream = 0 if cuda_stream is None else as_uint64(cuda_stream, "cuda_stream")
+        placement = as_placement(placement)
         device_type, device_id = parse_device(device)
+        if placement is not None and device is not None:
+            raise TypeError("pass either placement= or device= (its shorthand), not both")
+        if placement is None and (device_type, device_id) != (0, 0):
+            placement = Placement(device_type, device_id)
         # the sync descriptor goes to the engine below, not through the batch-entry guards
         desc = WriteDesc(
             attribute,
@@ -594,9 +603,7 @@ class Stage(_HierarchyMixin):
             return Operation(self, *payload.rejection)
         attr = payload.attribute(self)
         data = payload.data(stream, event)
-        placement = None
-        if (device_type, device_id) != (0, 0):
-            placement = Placement(DLDevice(device_type, device_id), 0, 0)
+        raw_placement = None if placement is None else placement._raw()
         op = self._enqueue(
             "write_attribute",
             native.WriteAttribute,
@@ -605,7 +612,7 @@ class Stage(_HierarchyMixin):
             ordinal,
             ctypes.addressof(data),
             int(mode),
-            _struct_addr(placement),
+            _struct_addr(raw_placement),
         )
         if op.ok and payload.nbytes() >= _fastpath.DEFER_COPY_BYTES:
             self._hold(op._op_id, payload)
@@ -618,6 +625,7 @@ class Stage(_HierarchyMixin):
         ordinal: int,
         *,
         prim_mode: PrimMode | int = PrimMode.UPSERT,
+        placement: Placement | None = None,
     ) -> Operation:
         """Enqueue several writes at one ordinal as one op.
 
@@ -628,10 +636,14 @@ class Stage(_HierarchyMixin):
         applies. Like the reference it is not atomic: if an entry fails while applying, earlier
         entries stay applied. Each entry's ``cuda_event`` / ``cuda_stream`` is waited for
         before that entry's payload is read (a GPU is needed, ``NOT_SUPPORTED`` otherwise).
+        ``placement`` applies to every entry (see ``write_attribute``); with no device, a default
+        stream and CUDA sources on several devices it is ``INVALID_ARGUMENT`` (one event cannot
+        cover them).
         """
         qh = _handle_of(query, Query, "query")
         ordinal = as_uint64(ordinal, "ordinal")
         mode = as_enum(prim_mode, PrimMode, "prim_mode")
+        placement = as_placement(placement)
         if isinstance(writes, WriteDesc) or not isinstance(writes, Sequence):
             raise TypeError(f"writes must be a sequence of WriteDesc, got {type(writes).__name__}")
         payloads = []
@@ -640,6 +652,7 @@ class Stage(_HierarchyMixin):
                 raise TypeError(f"writes[{i}] must be a WriteDesc, got {type(desc).__name__}")
             payloads.append(_Payload.of(desc, f"writes[{i}]: "))
         self._require_live("write_attributes")
+        raw_placement = None if placement is None else placement._raw()
         entries = (AttributeWrite * max(1, len(payloads)))()
         for i, payload in enumerate(payloads):
             if payload.rejection is not None:
@@ -655,7 +668,7 @@ class Stage(_HierarchyMixin):
             len(payloads),
             ordinal,
             int(mode),
-            0,
+            _struct_addr(raw_placement),
         )
         if op.ok and any(p.nbytes() >= _fastpath.DEFER_COPY_BYTES for p in payloads):
             self._hold(op._op_id, payloads)
@@ -784,13 +797,17 @@ class Stage(_HierarchyMixin):
         semantic: int = 0,
         element_sizes: Sequence[int] | None = None,
         attribute_mode: AttributeMode | int = AttributeMode.REJECT,
+        placement: Placement | None = None,
     ) -> Map:
         """Enqueue a map session: writable buffers for the query's prims, committed at
         ``ordinal`` by ``unmap_group``/``unmap_attribute``. ``dtype`` is needed only to create
         the attribute; ``element_sizes`` (one per prim) maps a ragged attribute.
         ``attribute_mode=AttributeMode.FORCE`` (needs ``dtype``) replaces the schema of the
-        prims each committed group covers, where it differs."""
+        prims each committed group covers, where it differs. A CUDA ``placement`` stages on
+        that device (fixed-size attributes only) and its commits make the device copy current;
+        without one the session stages in host memory."""
         qh = _handle_of(query, Query, "query")
+        placement = as_placement(placement)
         attr = as_attribute(attribute)
         ordinal = as_uint64(ordinal, "ordinal")
         mode = as_enum(prim_mode, PrimMode, "prim_mode")
@@ -822,6 +839,7 @@ class Stage(_HierarchyMixin):
             int(mode),
             int(attr_mode),
         )
+        raw_placement = None if placement is None else placement._raw()
         # element_sizes given but empty is not "no element_sizes": its pointer stays non-NULL.
         sizes_addr = 0 if sizes is None else sizes.buffer_info()[0] or _EMPTY_SIZES_ADDR
         return self._enqueue_handle(
@@ -833,6 +851,7 @@ class Stage(_HierarchyMixin):
             ordinal,
             sizes_addr,
             0 if sizes is None else len(sizes),
+            _struct_addr(raw_placement),
         )
 
     def fetch_map_next(
@@ -861,8 +880,9 @@ class Stage(_HierarchyMixin):
         The commit checks again what a write checks (prim mode, layout, floors); when it fails
         while executing, the session becomes terminal: nothing more of it commits, and the
         final ``unmap_attribute`` returns that failure. ``cuda_event``/``cuda_stream`` are the
-        write-done sync of GPU sessions: on a host session a non-zero one fails the commit
-        when it executes (``OP_FAILED``). The group is unusable once the commit is accepted.
+        write-done sync (the caller's kernel filled the buffer): honoured by sessions placed on a
+        CUDA device; on a host session a non-zero one fails the commit when it executes
+        (``OP_FAILED``). The group is unusable once the commit is accepted.
         """
         mh = _handle_of(mapping, Map, "mapping")
         if not isinstance(group, MapGroup):
@@ -1004,10 +1024,20 @@ class Stage(_HierarchyMixin):
     # -- reads ----------------------------------------------------------------------------
 
     def read_attributes(
-        self, query: Query | int, attrs: Sequence[int | str], ordinal_range: OrdinalRange
+        self,
+        query: Query | int,
+        attrs: Sequence[int | str],
+        ordinal_range: OrdinalRange,
+        *,
+        placement: Placement | None = None,
     ) -> Read:
-        """Enqueue a read of ``attrs`` (tokens, or strings interned here) over the query."""
+        """Enqueue a read of ``attrs`` (tokens, or strings interned here) over the query.
+
+        With a ``placement`` the groups point at the copies on its device: a column current
+        there is served as is, any other is copied there for the groups (freed with them).
+        Without one each column is served where its current copy lives."""
         qh = _handle_of(query, Query, "query")
+        placement = as_placement(placement)
         if not isinstance(ordinal_range, OrdinalRange):
             raise TypeError(
                 f"ordinal_range must be an OrdinalRange, got {type(ordinal_range).__name__}"
@@ -1018,6 +1048,7 @@ class Stage(_HierarchyMixin):
         items = as_sequence(attrs, "attrs", "attribute tokens or names")
         values = [as_attribute(a, f"attrs[{i}]") for i, a in enumerate(items)]
         self._require_live("read_attributes")
+        raw_placement = None if placement is None else placement._raw()
         try:
             tokens = self._tokens(values, "attrs")
         except OvstageError as exc:
@@ -1030,6 +1061,7 @@ class Stage(_HierarchyMixin):
             _addr(tokens),
             len(tokens),
             ctypes.addressof(rng),
+            _struct_addr(raw_placement),
         )
 
     def fetch_read_next(

@@ -1,10 +1,12 @@
 /*
- * Placement on CUDA through libovstage.so: a write placed on kDLCUDA device 0 goes to a column
- * on that device. The CUDA driver is loaded once per process, so tests/python/test_c_api.py
- * runs this program twice: with OVSTAGE_CUDA_LIBRARY naming the fake driver of
- * core/cuda/testdata (device memory is host memory there, so values can be checked), and with a
+ * Placement on CUDA through libovstage.so: a placement picks which copy of a column becomes
+ * current (writes, maps) or is served (reads); it never binds the column. The CUDA driver is
+ * loaded once per process, so tests/python/test_c_api.py runs this program twice: with
+ * OVSTAGE_CUDA_LIBRARY naming the fake driver of core/cuda/testdata (device memory is host
+ * memory there, so values can be checked; its helpers make and count events), and with a
  * driver that does not exist. argv[1] is "fake" or "absent". Prints "N passed, N failed".
  */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,16 +75,42 @@ int main(int argc, char** argv)
 
     e = ovstage_write_attribute_on_device(inst, q, attr, 1, data, OVSTAGE_PRIM_MODE_UPSERT, &cuda0);
     if (!fake) {
-        /* No usable driver: NOT_SUPPORTED at enqueue, saying why; nothing is written. */
+        /* No usable driver: any CUDA placement is INVALID_ARGUMENT at enqueue, saying why. */
         ovx_string_t err = ovstage_get_last_error();
-        CHECK(e.status == OVSTAGE_ERROR_NOT_SUPPORTED && e.op_index == 0);
-        CHECK(err.ptr != NULL && strstr(err.ptr, "write_attribute_on_device: device: cuda:0 needs a GPU") != NULL);
+        ovstage_placement_t host = OVSTAGE_PLACEMENT_INIT;
+        ovstage_ordinal_range_t latest = {0, UINT64_MAX, false};
+        ovstage_read_handle_t r = 7;
+        ovstage_map_handle_t m = 7;
+        ovstage_map_desc_t md;
+        CHECK(e.status == OVSTAGE_ERROR_INVALID_ARGUMENT && e.op_index == 0);
+        CHECK(err.ptr != NULL &&
+              strstr(err.ptr, "write_attribute_on_device: placement: cuda:0: cannot validate device_id without a usable CUDA driver") != NULL);
+        e = ovstage_read_attributes_on_device(inst, q, &p, 1, latest, &cuda0, &r);
+        CHECK(e.status == OVSTAGE_ERROR_INVALID_ARGUMENT && e.op_index == 0 && r == 0);
+        memset(&md, 0, sizeof md);
+        md.attribute = attr;
+        md.dtype = t.dtype;
+        e = ovstage_map_attribute_on_device(inst, q, &md, 1, NULL, 0, &cuda0, &m);
+        CHECK(e.status == OVSTAGE_ERROR_INVALID_ARGUMENT && e.op_index == 0 && m == 0);
+        /* an availability event needs the driver too; a host placement without one does not */
+        host.device.device_type = kDLCPU;
+        host.availability_event = 0x1234;
+        e = ovstage_write_attribute_on_device(inst, q, attr, 1, data, OVSTAGE_PRIM_MODE_UPSERT, &host);
+        CHECK(e.status == OVSTAGE_ERROR_INVALID_ARGUMENT);
+        host.availability_event = 0;
+        wait_ok(inst, ovstage_write_attribute_on_device(inst, q, attr, 1, data, OVSTAGE_PRIM_MODE_UPSERT, &host));
     } else {
         ovstage_write_floor_desc_t fd = {1, OVSTAGE_SCOPE_ALL, NULL, 0};
         ovstage_ordinal_range_t latest = {0, UINT64_MAX, false};
         ovstage_read_handle_t r = 0;
         ovstage_read_group_t g;
         ovstage_enqueue_result_t re;
+        void* driver = dlopen(getenv("OVSTAGE_CUDA_LIBRARY"), RTLD_NOW);
+        void* (*new_event)(int) = driver ? (void* (*)(int))dlsym(driver, "fakecuda_new_event") : NULL;
+        int64_t (*records)(void*) = driver ? (int64_t (*)(void*))dlsym(driver, "fakecuda_event_records") : NULL;
+        void* event = new_event ? new_event(0) : NULL;
+        float written[6] = {7, 8, 9, 10, 11, 12};
+        CHECK(event != NULL && records != NULL);
         wait_ok(inst, e);
         wait_ok(inst, ovstage_advance_write_floor(inst, &fd));
         re = ovstage_read_attributes(inst, q, &p, 1, latest, &r);
@@ -100,11 +128,61 @@ int main(int argc, char** argv)
         CHECK(ovstage_release_group(inst, &g) == OVSTAGE_OK);
         wait_ok(inst, re);
         wait_ok(inst, ovstage_release_read(inst, r));
-        /* A column has one placement: an unplaced host write to it is refused, naming both. */
-        e = ovstage_write_attribute(inst, q, attr, 2, data, OVSTAGE_PRIM_MODE_UPSERT);
-        CHECK(e.status == OVSTAGE_ERROR_INVALID_ARGUMENT && e.op_index == 0);
-        /* Placed on the column's device, a host source is copied there. */
-        wait_ok(inst, ovstage_write_attribute_on_device(inst, q, attr, 2, data,
+
+        /* An unplaced host write is an ordinary update: the host copy becomes current. */
+        wait_ok(inst, ovstage_write_attribute(inst, q, attr, 2, data, OVSTAGE_PRIM_MODE_UPSERT));
+        fd.ordinal = 2;
+        wait_ok(inst, ovstage_advance_write_floor(inst, &fd));
+        /* A read placed on cuda:0 copies it there for the group, and records the event. */
+        cuda0.availability_event = (uintptr_t)event;
+        re = ovstage_read_attributes_on_device(inst, q, &p, 1, latest, &cuda0, &r);
+        CHECK(re.status == OVSTAGE_OK);
+        CHECK(ovstage_fetch_read_next(inst, r, OVSTAGE_TIMEOUT_INFINITE, &g) == OVSTAGE_OK);
+        CHECK(records != NULL && records(event) == 1);
+        if (g.data.tensor_count == 1) {
+            const DLTensor* rt = &g.data.tensors[0];
+            CHECK(rt->device.device_type == kDLCUDA && rt->device.device_id == 0);
+            CHECK(memcmp(rt->data, values, sizeof values) == 0);
+        }
+        CHECK(ovstage_release_group(inst, &g) == OVSTAGE_OK);
+        wait_ok(inst, re);
+        wait_ok(inst, ovstage_release_read(inst, r));
+
+        /* A map placed on cuda:0 stages there; its commit honours write_done_sync, makes the
+         * device copy current and records the event once. Array maps cannot stage on CUDA. */
+        {
+            ovstage_map_desc_t md;
+            ovstage_map_handle_t m = 0;
+            ovstage_map_group_t mg;
+            ovstage_cuda_sync_t done = {1, 0};
+            size_t sizes[2] = {1, 1};
+            memset(&md, 0, sizeof md);
+            md.attribute = attr;
+            e = ovstage_map_attribute_on_device(inst, q, &md, 3, sizes, 2, &cuda0, &m);
+            CHECK(e.status == OVSTAGE_ERROR_NOT_SUPPORTED && m == 0);
+            e = ovstage_map_attribute_on_device(inst, q, &md, 3, NULL, 0, &cuda0, &m);
+            CHECK(e.status == OVSTAGE_OK && m != 0);
+            CHECK(ovstage_fetch_map_next(inst, m, OVSTAGE_TIMEOUT_INFINITE, &mg) == OVSTAGE_OK);
+            CHECK(mg.data.tensors[0].device.device_type == kDLCUDA);
+            memcpy(mg.data.tensors[0].data, written, sizeof written); /* "a kernel" fills it */
+            wait_ok(inst, ovstage_unmap_attribute(inst, m, done));
+            wait_ok(inst, e);
+            CHECK(records != NULL && records(event) == 2);
+            fd.ordinal = 3;
+            wait_ok(inst, ovstage_advance_write_floor(inst, &fd));
+            re = ovstage_read_attributes(inst, q, &p, 1, latest, &r);
+            CHECK(ovstage_fetch_read_next(inst, r, OVSTAGE_TIMEOUT_INFINITE, &g) == OVSTAGE_OK);
+            if (g.data.tensor_count == 1) {
+                CHECK(g.data.tensors[0].device.device_type == kDLCUDA);
+                CHECK(memcmp(g.data.tensors[0].data, written, sizeof written) == 0);
+            }
+            CHECK(ovstage_release_group(inst, &g) == OVSTAGE_OK);
+            wait_ok(inst, re);
+            wait_ok(inst, ovstage_release_read(inst, r));
+        }
+        cuda0.availability_event = 0;
+        /* Placed on cuda:0, a host source is copied there. */
+        wait_ok(inst, ovstage_write_attribute_on_device(inst, q, attr, 4, data,
                                                         OVSTAGE_PRIM_MODE_UPSERT, &cuda0));
     }
     wait_ok(inst, ovstage_release_query(inst, q));

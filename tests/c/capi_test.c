@@ -2622,7 +2622,8 @@ static void test_extensions_and_placement(void)
     CHECK_STATUS(ovstage_query_placement_extension(NULL, &ext), OVSTAGE_ERROR_INVALID_ARGUMENT);
     CHECK(ext == NULL);
 
-    /* A CPU placement (and NULL) is an ordinary write; stream and event are not in this build. */
+    /* A CPU placement (and NULL) is an ordinary write; a stream with no event records nothing.
+     * (CUDA placements and events depend on the driver: capi_cuda_test.c.) */
     cpu.device.device_type = kDLCPU;
     WAIT_OK(&s, ovstage_write_attribute_on_device(s.inst, q, by_token(x), 1, data_of(&t, 1),
                                                   OVSTAGE_PRIM_MODE_UPSERT, &cpu));
@@ -2632,50 +2633,56 @@ static void test_extensions_and_placement(void)
     w.attribute = named("y");
     w.data = data_of(&t, 1);
     WAIT_OK(&s, ovstage_write_attributes_on_device(s.inst, q, &w, 1, 1, OVSTAGE_PRIM_MODE_UPSERT, &cpu));
-    cpu.stream = 0x1234;
-    CHECK_REJECTED(ovstage_write_attribute_on_device(s.inst, q, by_token(x), 2, data_of(&t, 1),
-                                                     OVSTAGE_PRIM_MODE_UPSERT, &cpu),
-                   OVSTAGE_ERROR_NOT_SUPPORTED);
-    CHECK_LAST_ERROR("write_attribute_on_device: placement->stream");
+    cpu.stream = 1;
+    WAIT_OK(&s, ovstage_write_attributes_on_device(s.inst, q, &w, 1, 1, OVSTAGE_PRIM_MODE_UPSERT, &cpu));
     cpu.stream = 0;
-    cpu.availability_event = 0x99;
-    CHECK_REJECTED(ovstage_write_attributes_on_device(s.inst, q, &w, 1, 2, OVSTAGE_PRIM_MODE_UPSERT, &cpu),
-                   OVSTAGE_ERROR_NOT_SUPPORTED);
-    CHECK_LAST_ERROR("availability_event");
-    cpu.availability_event = 0;
-    /* A host column refuses a write placed on another device (one placement per column). */
-    cuda.device.device_type = kDLCUDA;
-    CHECK(ovstage_write_attribute_on_device(s.inst, q, by_token(x), 2, data_of(&t, 1),
-                                            OVSTAGE_PRIM_MODE_UPSERT, &cuda).status != OVSTAGE_OK);
     cuda.device.device_type = (DLDeviceType)99;
     CHECK_REJECTED(ovstage_write_attribute_on_device(s.inst, q, by_token(x), 2, data_of(&t, 1),
                                                      OVSTAGE_PRIM_MODE_UPSERT, &cuda),
                    OVSTAGE_ERROR_INVALID_ARGUMENT);
-
-    /* Placed reads and maps: only an empty placement. */
-    seal(&s, 1);
-    CHECK_REJECTED(ovstage_read_attributes_on_device(s.inst, q, &x, 1, latest(UINT64_MAX), &cpu, &r),
-                   OVSTAGE_ERROR_NOT_SUPPORTED);
+    CHECK_LAST_ERROR("write_attribute_on_device: placement->device.device_type 99 is not one of");
+    cuda.device.device_type = kDLCUDA;
+    cuda.device.device_id = -1;
+    CHECK_REJECTED(ovstage_read_attributes_on_device(s.inst, q, &x, 1, latest(UINT64_MAX), &cuda, &r),
+                   OVSTAGE_ERROR_INVALID_ARGUMENT);
     CHECK(r == 0);
-    CHECK_LAST_ERROR("read_attributes_on_device: placement");
+    CHECK_LAST_ERROR("read_attributes_on_device: placement->device.device_id -1 is negative");
+
+    /* Placed reads serve the requested device's copy: here the host column itself. */
+    seal(&s, 1);
     {
         ovstage_placement_t empty = OVSTAGE_PLACEMENT_INIT;
-        ovstage_read_group_t g;
-        ovstage_enqueue_result_t e =
-            ovstage_read_attributes_on_device(s.inst, q, &x, 1, latest(UINT64_MAX), &empty, &r);
-        CHECK_STATUS(e.status, OVSTAGE_OK);
-        CHECK_STATUS(ovstage_fetch_read_next(s.inst, r, OVSTAGE_TIMEOUT_INFINITE, &g), OVSTAGE_OK);
-        CHECK_STATUS(ovstage_release_group(s.inst, &g), OVSTAGE_OK);
-        WAIT_OK(&s, e);
-        WAIT_OK(&s, ovstage_release_read(s.inst, r));
+        ovstage_placement_t* placements[2] = {&empty, &cpu};
+        for (int i = 0; i < 2; i++) {
+            ovstage_read_group_t g;
+            ovstage_enqueue_result_t e =
+                ovstage_read_attributes_on_device(s.inst, q, &x, 1, latest(UINT64_MAX), placements[i], &r);
+            CHECK_STATUS(e.status, OVSTAGE_OK);
+            CHECK_STATUS(ovstage_fetch_read_next(s.inst, r, OVSTAGE_TIMEOUT_INFINITE, &g), OVSTAGE_OK);
+            CHECK(g.data.tensors[0].device.device_type == kDLCPU);
+            CHECK(((const float*)g.data.tensors[0].data)[1] == 2);
+            CHECK_STATUS(ovstage_release_group(s.inst, &g), OVSTAGE_OK);
+            WAIT_OK(&s, e);
+            WAIT_OK(&s, ovstage_release_read(s.inst, r));
+        }
     }
+    /* A host-placed map stages in host memory and commits like an unplaced one. */
     memset(&md, 0, sizeof md);
     md.attribute = by_token(x);
-    CHECK_REJECTED(ovstage_map_attribute_on_device(s.inst, q, &md, 2, NULL, 0, &cpu, &m),
-                   OVSTAGE_ERROR_NOT_SUPPORTED);
-    CHECK(m == 0);
+    {
+        ovstage_map_group_t mg;
+        ovstage_enqueue_result_t e = ovstage_map_attribute_on_device(s.inst, q, &md, 2, NULL, 0, &cpu, &m);
+        CHECK_STATUS(e.status, OVSTAGE_OK);
+        CHECK(m != 0);
+        CHECK_STATUS(ovstage_fetch_map_next(s.inst, m, OVSTAGE_TIMEOUT_INFINITE, &mg), OVSTAGE_OK);
+        CHECK(mg.data.tensors[0].device.device_type == kDLCPU);
+        ((float*)mg.data.tensors[0].data)[1] = 20;
+        WAIT_OK(&s, ovstage_unmap_attribute(s.inst, m, (ovstage_cuda_sync_t){0, 0}));
+        WAIT_OK(&s, e);
+        seal(&s, 2);
+    }
     CHECK(read_f32(&s, q, x, got, 3) == 1);
-    CHECK(got[1] == 2);
+    CHECK(got[1] == 20);
 
     /* The test hooks are served only with OVSTAGE_TEST_HOOKS=1 (the runner sets it). */
     CHECK(hooks(&s) != NULL);

@@ -48,6 +48,9 @@ class FakeDriver:
         lib.fakecuda_free.argtypes = [ctypes.c_void_p]
         lib.fakecuda_new_stream.restype = ctypes.c_void_p
         lib.fakecuda_new_event.restype = ctypes.c_void_p
+        lib.fakecuda_event_records.restype = ctypes.c_int64
+        lib.fakecuda_event_records.argtypes = [ctypes.c_void_p]
+        lib.fakecuda_destroy_event.argtypes = [ctypes.c_int, ctypes.c_void_p]
         lib.fakecuda_stat.restype = ctypes.c_int64
         lib.fakecuda_stat.argtypes = [ctypes.c_char_p]
         lib.fakecuda_last_misuse.restype = ctypes.c_char_p
@@ -78,6 +81,13 @@ class FakeDriver:
 
     def new_event(self, device: int = 0) -> int:
         return int(self.lib.fakecuda_new_event(device))
+
+    def event_records(self, event: int) -> int:
+        """How many times ``event`` was recorded."""
+        return int(self.lib.fakecuda_event_records(event))
+
+    def destroy_event(self, device: int, event: int) -> None:
+        assert self.lib.fakecuda_destroy_event(device, event) == 0
 
 
 def read_device(ptr: int, dtype: Any, count: int) -> list[Any]:
@@ -250,33 +260,134 @@ def test_explicit_device_option(stage, query, fake) -> None:
         assert read_device(tensor.data, np.float32, 3) == [4.0, 5.0, 6.0]
 
 
-def test_mixed_placement_is_invalid_argument(stage, query, fake) -> None:
+def test_a_write_placed_elsewhere_refreshes_that_copy(stage, query, fake) -> None:
+    """0.3.0: a placement picks which copy becomes current; it never binds the column."""
     stage.write_attribute(query, "t", 1, np.array([1, 2, 3], np.float32), is_array=False).wait()
     src = CudaArray(fake, np.array([7, 8, 9], np.float32))
     try:
-        expect_error(
-            stage.write_attribute(query, "t", 2, src, is_array=False),
-            ErrorCode.INVALID_ARGUMENT,
-            'attribute "t" is stored on cpu, but this write places it on cuda:0',
-            'pass device="cpu"',
-        )
-        expect_error(
-            stage.write_attribute(
-                query, "t", 2, np.zeros(3, np.float32), is_array=False, device="cuda:0"
-            ),
-            ErrorCode.INVALID_ARGUMENT,
-            "stored on cpu, but this write places it on cuda:0",
-        )
-        # the documented fix: device="cpu" copies the CUDA payload into the host column
-        fake.trace()
-        stage.write_attribute(query, "t", 2, src, is_array=False, device="cpu").wait()
-        assert "dtoh" in fake.trace()
+        # an unplaced CUDA source goes where it lives: the cuda:0 copy becomes current
+        stage.write_attribute(query, "t", 2, src, is_array=False).wait()
         stage.advance_write_floor(2).wait()
         with latest_group(stage, query, 2) as group:
+            tensor = group.tensor(0)
+            assert (tensor.device.device_type, tensor.device.device_id) == (CUDA, 0)
+            assert read_device(tensor.data, np.float32, 3) == [7.0, 8.0, 9.0]
+        # a partial host write placed on cuda:1 keeps the other rows
+        stage.write_attribute(
+            query,
+            "t",
+            3,
+            np.array([70], np.float32),
+            is_array=False,
+            count=1,
+            placement=ovstage.Placement(CUDA, 1),
+        ).wait()
+        stage.advance_write_floor(3).wait()
+        with latest_group(stage, query, 3) as group:
+            tensor = group.tensor(0)
+            assert (tensor.device.device_type, tensor.device.device_id) == (CUDA, 1)
+            assert read_device(tensor.data, np.float32, 3) == [70.0, 8.0, 9.0]
+        # device="cpu" (the shorthand) copies the CUDA payload to the host copy
+        fake.trace()
+        stage.write_attribute(query, "t", 4, src, is_array=False, device="cpu").wait()
+        assert "dtoh" in fake.trace()
+        stage.advance_write_floor(4).wait()
+        with latest_group(stage, query, 4) as group:
             assert group.array().tolist() == [7.0, 8.0, 9.0]
             assert group.raw.data.cuda_sync.wait_event == 0
     finally:
         src.close()
+
+
+def placed_group(
+    stage: ovstage.Stage, query: ovstage.Query, ordinal: int, placement: ovstage.Placement
+) -> ovstage.ReadGroup:
+    with stage.read_attributes(
+        query, ["t"], ovstage.OrdinalRange.latest(ordinal), placement=placement
+    ) as read:
+        group = read.fetch_next()
+        assert group is not None
+        return group
+
+
+def test_placed_reads_serve_or_copy(stage, query, fake) -> None:
+    src = CudaArray(fake, np.array([1, 2, 3], np.float32), device=1)
+    try:
+        stage.write_attribute(query, "t", 1, src, is_array=False).wait()
+    finally:
+        src.close()
+    stage.advance_write_floor(1).wait()
+    with latest_group(stage, query, 1) as current:
+        own = current.tensor(0).data
+        fake.trace()
+        with placed_group(stage, query, 1, ovstage.Placement(CUDA, 1)) as group:
+            assert group.tensor(0).data == own, "current on cuda:1: served without a copy"
+        assert (
+            "dto" not in fake.trace() and "htod" not in fake.trace() and "peer" not in fake.trace()
+        )
+        with placed_group(stage, query, 1, ovstage.Placement(1)) as group:
+            assert group.tensor(0).device.device_type == DLDeviceType.kDLCPU
+            assert group.array().tolist() == [1.0, 2.0, 3.0], "a host copy: numpy works"
+        with placed_group(
+            stage, query, 1, ovstage.Placement.from_dlpack_device((CUDA, 0))
+        ) as group:
+            tensor = group.tensor(0)
+            assert (tensor.device.device_type, tensor.device.device_id) == (CUDA, 0)
+            assert tensor.data != own
+            assert read_device(tensor.data, np.float32, 3) == [1.0, 2.0, 3.0]
+        assert "peer" in fake.trace()
+    with latest_group(stage, query, 1) as group:
+        assert group.tensor(0).device.device_id == 1, "reads never move the column"
+
+
+def test_availability_event_is_recorded_once_per_op(stage, query, fake) -> None:
+    event = fake.new_event(1)
+    on1 = ovstage.Placement(CUDA, 1, availability_event=event)
+    values = np.array([1, 2, 3], np.float32)
+    stage.write_attribute(query, "t", 1, values, is_array=False, placement=on1).wait()
+    assert fake.event_records(event) == 1
+    stage.write_attributes(query, [ovstage.WriteDesc("u", values, False)], 1, placement=on1).wait()
+    assert fake.event_records(event) == 2
+    # rejected at enqueue: the event is not touched
+    expect_error(
+        stage.write_attribute(query, "t", 1, values[:0], is_array=False, placement=on1),
+        ErrorCode.INVALID_ARGUMENT,
+    )
+    assert fake.event_records(event) == 2
+    stage.advance_write_floor(1).wait()
+    with placed_group(stage, query, 1, on1):
+        assert fake.event_records(event) == 3, "recorded before the group is handed out"
+    with stage.map_attribute(query, "t", 2, placement=on1) as mapped:
+        group = next(iter(mapped.groups()))
+        assert group.tensor(0).device.device_type == CUDA
+        assert group.dlpack(0).__dlpack_device__() == (CUDA, 1), "exported as device memory"
+        assert read_device(group.tensor(0).data, np.float32, 3) == [1.0, 2.0, 3.0]
+        ctypes.memmove(group.tensor(0).data, np.array([4, 5, 6], np.float32).ctypes.data, 12)
+        mapped.unmap_group(group, cuda_stream=1).wait()
+        assert fake.event_records(event) == 4, "one record per commit"
+    assert fake.event_records(event) == 5, "the final unmap is a commit too"
+    stage.advance_write_floor(2).wait()
+    with latest_group(stage, query, 2) as group:
+        assert group.tensor(0).device.device_id == 1
+        assert read_device(group.tensor(0).data, np.float32, 3) == [4.0, 5.0, 6.0]
+    # (a record CUDA refuses: core/availability_test.go, where the fake's misuse count is expected)
+
+
+def test_array_maps_cannot_stage_on_cuda(stage, query, fake) -> None:
+    mapped = stage.map_attribute(
+        query,
+        "r",
+        1,
+        dtype=ovstage.DLDataType(2, 32, 1),
+        element_sizes=[1, 2, 3],
+        placement=ovstage.Placement(CUDA, 0),
+    )
+    assert mapped.handle == 0
+    expect_error(
+        mapped.op,
+        ErrorCode.NOT_SUPPORTED,
+        "array attributes (element_sizes) cannot be mapped on a CUDA device",
+    )
 
 
 def test_bad_device_ids_are_invalid_argument(stage, query, fake) -> None:

@@ -85,13 +85,36 @@ def test_cuda_sync_arguments_need_a_gpu(stage, query) -> None:
     stage.write_attribute(query, "t", 1, values, is_array=False, cuda_event=0, cuda_stream=0).wait()
 
 
-def test_device_placement_needs_a_gpu(stage, query) -> None:
+def test_cuda_placement_is_invalid_argument_naming_the_reason(stage, query) -> None:
     values = np.array([1, 2], np.float32)
-    _expect(
-        stage.write_attribute(query, "t", 1, values, is_array=False, device="cuda:0"),
-        ErrorCode.NOT_SUPPORTED,
-        "device: cuda:0 needs a GPU: GPU unavailable",
+    reason = (
+        "placement: cuda:0: cannot validate device_id without a usable CUDA driver: GPU unavailable"
     )
+    cuda0 = ovstage.Placement(DLDeviceType.kDLCUDA, 0)
+    for op in (
+        stage.write_attribute(query, "t", 1, values, is_array=False, device="cuda:0"),
+        stage.write_attribute(query, "t", 1, values, is_array=False, placement=cuda0),
+        stage.write_attributes(query, [ovstage.WriteDesc("t", values, False)], 1, placement=cuda0),
+    ):
+        assert op.op_id == 0, "refused synchronously"
+        _expect(op, ErrorCode.INVALID_ARGUMENT, reason)
+    read = stage.read_attributes(query, ["t"], ovstage.OrdinalRange.latest(1), placement=cuda0)
+    assert read.handle == 0
+    _expect(read.op, ErrorCode.INVALID_ARGUMENT, reason)
+    mapped = stage.map_attribute(query, "t", 1, dtype=ovstage.DLDataType(2, 32, 1), placement=cuda0)
+    assert mapped.handle == 0
+    _expect(mapped.op, ErrorCode.INVALID_ARGUMENT, reason)
+    # an availability event needs the driver as well; a host placement does not
+    _expect(
+        stage.write_attribute(
+            query, "t", 1, values, is_array=False, placement=ovstage.Placement(1, 0, 0, 0x1234)
+        ),
+        ErrorCode.INVALID_ARGUMENT,
+        "placement: availability_event 0x1234 needs a usable CUDA driver",
+    )
+    stage.write_attribute(
+        query, "t", 1, values, is_array=False, placement=ovstage.Placement(1)
+    ).wait()
 
 
 def test_cuda_tensor_is_rejected_with_the_reason(stage, query) -> None:

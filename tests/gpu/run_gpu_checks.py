@@ -393,18 +393,34 @@ def gpu_checks(results: Results, env: Env) -> None:
             with one_group(stage, query, "h", 1) as group:
                 check(group.tensor(0).device.device_type == 2, "device='cuda:0' was not honoured")
                 check(view(t, group).tolist() == [0, 1, 2, 3], "H2D values")
-            op = stage.write_attribute(query, "h", 2, np.zeros(4, np.float32), is_array=False)
-            try:
-                op.wait()
-                raise AssertionError("a host write into a GPU column must fail")
-            except ov.OvstageError as exc:
-                check(exc.code == ov.ErrorCode.INVALID_ARGUMENT, f"code {exc.code}")
-                check("stored on cuda:0" in exc.message, exc.message)
+            # 0.3.0: a host write into the GPU column is an ordinary update (host copy current)
+            write_seal(stage, query, "h", 2, np.full(4, 5, np.float32))
+            with one_group(stage, query, "h", 2) as group:
+                check(group.tensor(0).device.device_type == 1, "the host copy is current")
+                check(group.array().tolist() == [5, 5, 5, 5], "host update values")
+            # a read placed on cuda:0 copies it there; a read placed on the host serves it as is
+            cuda0 = ov.Placement(2, 0)
+            with stage.read_attributes(
+                query, ["h"], ov.OrdinalRange.latest(2), placement=cuda0
+            ) as read:
+                group = read.fetch_next()
+                with group:
+                    check(view(t, group).tolist() == [5, 5, 5, 5], "placed read copy values")
+            # a map placed on cuda:0 stages there and its commit makes that copy current
+            with stage.map_attribute(query, "h", 3, placement=cuda0) as mapped:
+                group = next(iter(mapped.groups()))
+                staged = t.from_dlpack(group.dlpack(0))
+                check(staged.device.type == "cuda", f"staging on {staged.device}")
+                staged.fill_(7)
+                t.cuda.synchronize()
+            stage.advance_write_floor(3).wait()
+            with one_group(stage, query, "h", 3) as group:
+                check(view(t, group).tolist() == [7, 7, 7, 7], "device map commit values")
             src = t.arange(4, device="cuda:0", dtype=t.float32) + 10
             write_seal(stage, query, "d", 1, src, device="cpu")
             with one_group(stage, query, "d", 1) as group:
                 check(group.array().tolist() == [10, 11, 12, 13], "D2H values")
-        return "device='cuda:0' upload, mixed placement rejected, device='cpu' download"
+        return "device='cuda:0' upload, host update, placed read/map on cuda:0, cpu download"
 
     def partial_writes() -> str:
         t = need_torch()
@@ -479,7 +495,7 @@ def gpu_checks(results: Results, env: Env) -> None:
         ("write waits for cuda_stream / cuda_event", write_waits_for_side_stream),
         ("read on a side stream (__dlpack__ stream)", read_on_side_stream),
         ("lifetime: tensor outlives group and Stage", lifetime),
-        ("placement: device=, mixed placement", placement_rules),
+        ("placement: device=, mirrors, placed read and map", placement_rules),
         ("partial writes on a device column", partial_writes),
         ("second GPU", second_device),
         ("torch expandable-segments source", expandable_segments),

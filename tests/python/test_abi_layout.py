@@ -238,7 +238,7 @@ MIRRORS = [
     ("ovstage._abi", "CudaSync", "ovstage_cuda_sync_t"),
     ("ovstage._abi", "WriteData", "ovstage_write_data_t"),
     ("ovstage._abi", "AttributeWrite", "ovstage_attribute_write_t"),
-    ("ovstage._abi", "Placement", "ovstage_placement_t"),
+    ("ovstage._abi", "PlacementRaw", "ovstage_placement_t"),
     ("ovstage._abi", "WriteFloorDesc", "ovstage_write_floor_desc_t"),
     ("ovstage._abi", "OrdinalRangeRaw", "ovstage_ordinal_range_t"),
     ("ovstage._abi", "PredicateRaw", "ovstage_predicate_t"),

@@ -51,6 +51,7 @@ def _build(source: Path, library: Path, exe: Path) -> Path:
         f"-L{library.parent}",
         "-lovstage",
         "-lpthread",
+        "-ldl",
         f"-Wl,-rpath,{library.parent}",
         "-o",
         str(exe),
@@ -110,7 +111,7 @@ def test_c_api(c_test: Path) -> None:
 
 
 def test_c_api_cuda_placement(library: Path, tmp_path: Path) -> None:
-    """A write placed on kDLCUDA: a device column with the fake driver, NOT_SUPPORTED without
+    """Placed writes, reads and maps on kDLCUDA with the fake driver, INVALID_ARGUMENT without
     a driver (each in its own process: the driver is loaded once per process)."""
     fake = tmp_path / "libfakecuda.so"
     proc = subprocess.run(

@@ -14,6 +14,7 @@ SPEC_ALL = [
     "Hierarchy",
     "PathDictionary",
     "PathList",
+    "Placement",  # 0.3.0
     "Operation",
     "WriteDesc",
     "OrdinalRange",

@@ -455,6 +455,22 @@ void* fakecuda_new_event(int dev) {
 	return e;
 }
 
+// fakecuda_destroy_event destroys e (made by fakecuda_new_event on dev): later records of it fail.
+int fakecuda_destroy_event(int dev, void* e) {
+	cuCtxPushCurrent_v2(&ctxs[dev]);
+	CUresult r = cuEventDestroy_v2(e);
+	void* popped;
+	cuCtxPopCurrent_v2(&popped);
+	return r;
+}
+
+// fakecuda_event_records is how many times e was recorded (-1 for an invalid handle).
+int64_t fakecuda_event_records(void* e) {
+	fake_event* fe = (fake_event*)e;
+	if (!fe || fe->magic != EVENT_MAGIC) return -1;
+	return fe->records;
+}
+
 // fakecuda_stat returns a counter by name (-1 for an unknown name).
 int64_t fakecuda_stat(const char* name) {
 	int64_t v = -1;

@@ -1,0 +1,129 @@
+package column
+
+import (
+	"github.com/ovstage-go/ovstage/core/buffer"
+	"github.com/ovstage-go/ovstage/core/status"
+)
+
+// Placer opens the storage of a placement and moves buffers between placements. A column keeps
+// one current copy, where its latest placed change put it: a change placed elsewhere moves the
+// column there when it seals (an ordinary update, never an error), and readers on another
+// device get a copy of their own (core/placement.go).
+type Placer interface {
+	Open(p Placement) (Storage, error)
+	// Move returns a buffer of placement to with b's bytes, taking over b's reference (b
+	// itself when it is already there). On error b is still the caller's.
+	Move(b buffer.Buffer, to Placement) (buffer.Buffer, error)
+}
+
+// PlacementOf is where b's bytes live.
+func PlacementOf(b buffer.Buffer) Placement {
+	if b.OnHost() {
+		return Host
+	}
+	return Placement{DeviceType: b.DeviceType(), DeviceID: b.DeviceID()}
+}
+
+// hostPlacer is the placer of columns made without one: host storage only.
+type hostPlacer struct{}
+
+func (hostPlacer) Open(p Placement) (Storage, error) {
+	if !p.IsHost() {
+		return nil, status.Errorf(status.Internal, "a column without a device placer cannot move to %s", p)
+	}
+	return HostStorage(), nil
+}
+
+func (hostPlacer) Move(b buffer.Buffer, to Placement) (buffer.Buffer, error) {
+	if from := PlacementOf(b); from != to {
+		return b, status.Errorf(status.Internal, "a buffer on %s cannot move to %s without a device placer", from, to)
+	}
+	return b, nil
+}
+
+// hostCopy returns a host buffer with b's bytes (a new reference; b itself when on the host).
+func hostCopy(p Placer, b buffer.Buffer) (buffer.Buffer, error) {
+	out, err := p.Move(b.Retain(), Host)
+	if err != nil {
+		b.Release()
+	}
+	return out, err
+}
+
+// placedRun returns how many leading deltas of fold seal in one placement, and that placement:
+// deltas without a placement of their own (map commits, clones, tombstones) go wherever the
+// column is; the first placed delta elsewhere starts a run of its own.
+func (c *Column) placedRun(fold []*Delta) (int, Placement) {
+	target := c.store.Placement()
+	for i, d := range fold {
+		if d.Place == (Placement{}) || d.Place == target {
+			continue
+		}
+		if i > 0 {
+			return i, target
+		}
+		target = d.Place
+	}
+	return len(fold), target
+}
+
+// moveToLocked moves the column's sealed state to placement to and switches its storage
+// there. On failure the column is unchanged.
+func (c *Column) moveToLocked(to Placement) error {
+	store, err := c.placer.Open(to)
+	if err != nil {
+		return err
+	}
+	if c.Schema.IsArray {
+		err = c.moveArraysLocked(to)
+	} else {
+		var nb buffer.Buffer
+		if nb, err = c.placer.Move(c.sealed.Retain(), to); err == nil {
+			c.sealed.Release()
+			c.sealed = nb
+		} else {
+			c.sealed.Release()
+		}
+	}
+	if err != nil {
+		store.Close()
+		return err
+	}
+	c.store.Close()
+	c.store = store
+	return nil
+}
+
+// moveArraysLocked moves every ragged row's buffer (rows share their payload's buffer, which
+// moves once), switching the rows only when every move succeeded.
+func (c *Column) moveArraysLocked(to Placement) error {
+	moved := map[any]buffer.Buffer{}
+	release := func() {
+		for _, b := range moved {
+			b.Release()
+		}
+	}
+	for _, a := range c.arrays {
+		if !a.buf.Valid() {
+			continue
+		}
+		if _, ok := moved[a.buf.Raw()]; ok {
+			continue
+		}
+		nb, err := c.placer.Move(a.buf.Retain(), to)
+		if err != nil {
+			a.buf.Release()
+			release()
+			return err
+		}
+		moved[a.buf.Raw()] = nb
+	}
+	for r, a := range c.arrays {
+		if a.buf.Valid() {
+			c.arrays[r].buf = moved[a.buf.Raw()].Retain()
+			a.buf.Release()
+		}
+	}
+	release()
+	return nil
+}
