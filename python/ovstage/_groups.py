@@ -286,6 +286,9 @@ class MapGroup(_GroupBase):
         self._stage = stage
         self._released = False
         self._id = group_id
+        # The session (a Map) this group came from: a group keeps its session alive, so the
+        # Map's finalizer cannot unmap it while the group is still being filled.
+        self._session: object = None
 
     @classmethod
     def _from_native(cls, addr: int, group_id: int, stage: Stage) -> MapGroup:

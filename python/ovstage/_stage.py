@@ -866,6 +866,7 @@ class Stage(_HierarchyMixin):
         group = MapGroup._from_native(int(addr), int(group_id), self)
         if isinstance(mapping, Map):
             mapping._groups.append(group)
+            group._session = mapping
         return group
 
     def unmap_group(

@@ -1926,6 +1926,9 @@ static void test_clone_and_report(void)
     CHECK_STATUS(ovstage_wait_op(s.inst, e.op_index, OVSTAGE_TIMEOUT_INFINITE, &w), OVSTAGE_ERROR_OP_FAILED);
     CHECK(strstr(ovstage_get_last_op_error(s.inst, e.op_index).ptr, "already exists") != NULL);
     CHECK_STATUS(ovstage_fetch_clone_result(s.inst, e.op_index, 0, &cr), OVSTAGE_ERROR_PRIM_NOT_FOUND);
+    CHECK_LAST_ERROR("already exists");
+    /* fetch_clone_result is no wait_op: the op's text stays valid. */
+    CHECK(ovstage_get_last_op_error(s.inst, e.op_index).ptr != NULL);
     CHECK_STATUS(ovstage_release_op(s.inst, e.op_index), OVSTAGE_OK);
     e = ovstage_clone(s.inst, str("/Missing"), targets, 1, 3);
     CHECK_STATUS(ovstage_wait_op(s.inst, e.op_index, OVSTAGE_TIMEOUT_INFINITE, &w), OVSTAGE_ERROR_OP_FAILED);

@@ -11,6 +11,7 @@ swallowing when the block is left on an exception.
 
 from __future__ import annotations
 
+import gc
 import inspect
 import threading
 import time
@@ -345,3 +346,17 @@ def test_mapping_the_prim_type_in_its_canonical_kind_commits(stage, abc, paths) 
     mapped.unmap().wait()
     stage.advance_write_floor(2).wait()
     assert latest(stage, abc, "usd-prim-type", 2) == dict.fromkeys(ABC, token)
+
+
+# ---------------------------------------------------------------- lifetime
+
+
+def test_a_group_keeps_its_session_alive(stage, abc) -> None:
+    group = stage.map_attribute(abc, "mass", 2).fetch_next()
+    gc.collect()  # the Map is unreachable but for its group: it must not unmap yet
+    assert not group.released
+    group.array(0)[:] = [4, 5, 6]
+    with pytest.warns(ResourceWarning, match="garbage-collected unreleased"):
+        del group
+        gc.collect()  # now the session goes, and its finalizer commits what the group holds
+    assert sealed_mass(stage, abc, 2) == {"/A": 4.0, "/B": 5.0, "/C": 6.0}
