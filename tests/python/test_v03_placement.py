@@ -133,13 +133,20 @@ def test_host_placements_are_ordinary_ops(
     assert read_values(query, "t", 2) == {"/A": 10.0, "/B": 20.0}
 
 
-def test_host_session_refuses_a_completion_sync(stage: ovstage.Stage, make_query: Any) -> None:
+def test_a_host_placed_session_fails_a_commit_with_a_completion_sync(
+    stage: ovstage.Stage, make_query: Any
+) -> None:
+    # A host placement stages in host memory like an unplaced map: a completion sync on its
+    # unmap is accepted and fails the commit when it runs (0.3.0), and the session is terminal.
     query = make_query(["/A"])
-    with stage.map_attribute(query, "t", 1, dtype=F32, placement=HOST) as mapped:
-        group = next(iter(mapped.groups()))
-        with pytest.raises(OvstageError) as info:
-            mapped.unmap_group(group, cuda_event=5).wait()
-        assert info.value.code == ErrorCode.NOT_SUPPORTED
-        assert "cuda_event: CUDA synchronization is not supported for unmaps" in info.value.message
-        with pytest.raises(TypeError, match="cuda_stream must be an integer"):
-            mapped.unmap_group(group, cuda_stream="s")  # type: ignore[arg-type]
+    mapped = stage.map_attribute(query, "t", 1, dtype=F32, placement=HOST)
+    group = next(iter(mapped.groups()))
+    with pytest.raises(TypeError, match="cuda_stream must be an integer"):
+        mapped.unmap_group(group, cuda_stream="s")  # type: ignore[arg-type]
+    with pytest.raises(OvstageError) as info:
+        mapped.unmap_group(group, cuda_event=5).wait()
+    assert info.value.code == ErrorCode.OP_FAILED
+    assert "stages in host memory" in info.value.message
+    with pytest.raises(OvstageError) as final:
+        mapped.unmap().wait()
+    assert final.value.code == ErrorCode.OP_FAILED
