@@ -21,7 +21,10 @@ from ._guards import as_int32, as_uint
 
 __all__ = [
     "DLPACK_FLAG_BITMASK_IS_COPIED",
+    "DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED",
     "DLPACK_FLAG_BITMASK_READ_ONLY",
+    "DLPACK_MAJOR_VERSION",
+    "DLPACK_MINOR_VERSION",
     "DLDataType",
     "DLDataTypeCode",
     "DLDevice",
@@ -35,10 +38,16 @@ __all__ = [
     "dltensor_to_numpy",
     "make_dltensor",
     "numpy_to_dldatatype",
+    "typed_tensor_to_write",
 ]
+
+# The DLPack version our versioned capsules declare (the headers' version).
+DLPACK_MAJOR_VERSION = 1
+DLPACK_MINOR_VERSION = 3
 
 DLPACK_FLAG_BITMASK_READ_ONLY = 1
 DLPACK_FLAG_BITMASK_IS_COPIED = 2
+DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED = 4
 
 _MAX_LANES = 255
 
@@ -183,6 +192,8 @@ class DLTensor(ctypes.Structure):
         deleter = managed.deleter
         _capsule_set_name(capsule, _USED_LEGACY_NAME)
         tensor._keepalive = obj
+        # Re-descriptions of the tensor (shape, lanes) must stay inside what the producer showed.
+        tensor._backing_nbytes = tensor.byte_offset + _described_nbytes(tensor)
         # A legacy capsule cannot say "read-only"; our own read-only exports are kept so.
         tensor._read_only = isinstance(obj, ManagedDLTensor) and obj.readonly
         weakref.finalize(tensor, _run_deleter, deleter, managed_addr, obj)
@@ -345,6 +356,17 @@ def _check_lanes(lanes: int) -> None:
         raise ValueError(f"dtype lanes must be in 1..{_MAX_LANES}, got {lanes}")
 
 
+def _described_nbytes(tensor: DLTensor) -> int:
+    """Bytes from the first element to the end of the last one that ``tensor`` describes (0
+    when it has no elements; negative strides reach before the first and are not counted)."""
+    dims = tensor.shape_tuple
+    if 0 in dims:
+        return 0
+    strides = tensor.strides_tuple or _compact_strides(dims)
+    highest = sum(max(0, (d - 1) * st) for d, st in zip(dims, strides, strict=True))
+    return -(-(highest + 1) * tensor.dtype.bits * tensor.dtype.lanes // 8)
+
+
 def _compact_strides(shape: Sequence[int]) -> tuple[int, ...]:
     """Row-major strides, in elements, of a compact tensor of ``shape``."""
     strides = []
@@ -394,7 +416,9 @@ def _as_dldatatype(dtype: Any) -> DLDataType:
     if isinstance(dtype, DLDataType):
         _check_lanes(dtype.lanes)
         if dtype.bits == 0:
-            raise ValueError("dtype bits must be positive")
+            raise ValueError(
+                f"a dtype override needs positive source and requested bit widths, got {dtype!r}"
+            )
         return DLDataType(dtype.code, dtype.bits, dtype.lanes)
     return numpy_to_dldatatype(dtype)
 
@@ -416,6 +440,8 @@ def numpy_to_dldatatype(np_dtype: Any, lanes: int = 1) -> DLDataType:
     Anything else, a non-native byte order, or lanes outside 1..255 raise
     ``ValueError``.
     """
+    if np_dtype is None:  # np.dtype(None) would silently mean float64
+        raise ValueError("np_dtype must be a numpy dtype, got None")
     lanes = as_uint(lanes, "lanes", 16)
     _check_lanes(lanes)
     try:
@@ -668,18 +694,30 @@ def dltensor_to_numpy(tensor: DLTensor, *, readonly: bool = False) -> np.ndarray
     if tensor.device.device_type not in _HOST_DEVICES:
         where = _device_name(tensor.device.device_type)
         raise NotImplementedError(f"numpy views need host memory; tensor is on {where}")
+    # The field is a uint16: a lanes value set above 65535 has already wrapped, and any
+    # value outside the transport range is refused rather than decoded.
+    _check_lanes(tensor.dtype.lanes)
     np_dtype = _numpy_dtype(tensor.dtype)
+    if tensor.ndim < 0 or (tensor.ndim > 0 and not tensor.shape):
+        raise ValueError(f"tensor has ndim {tensor.ndim} and no usable shape")
     if not _is_compact(tensor):
         raise ValueError(f"tensor is not compact row-major (strides {tensor.strides_tuple})")
-    count = math.prod(tensor.shape_tuple) * tensor.dtype.lanes
+    dims = tensor.shape_tuple
+    if any(d < 0 for d in dims):
+        raise ValueError(f"tensor shape {dims} has a negative dimension")
+    count = math.prod(dims) * tensor.dtype.lanes
     nbytes = count * np_dtype.itemsize
     backing = getattr(tensor, "_backing_nbytes", None)
     if backing is not None and tensor.byte_offset + nbytes > backing:
-        raise ValueError(f"tensor describes {nbytes} bytes but its buffer holds {backing}")
+        raise ValueError(
+            f"tensor describes {nbytes} bytes at byte offset {tensor.byte_offset} but its "
+            f"backing buffer holds {backing}"
+        )
     if count == 0:
-        result = np.empty(0, dtype=np_dtype)
-        result.flags.writeable = not readonly
-        return result
+        if readonly:
+            # Backed by immutable bytes: WRITEABLE cannot be turned back on.
+            return np.frombuffer(b"", dtype=np_dtype)
+        return np.empty(0, dtype=np_dtype)
     if not tensor.data:
         raise ValueError("tensor data pointer is NULL")
     buffer = (ctypes.c_char * nbytes).from_address(tensor.data + tensor.byte_offset)
@@ -959,7 +997,7 @@ class ManagedDLTensor:
         if versioned:
             flags = DLPACK_FLAG_BITMASK_READ_ONLY if self._readonly else 0
             managed = DLManagedTensorVersioned(
-                version=DLPackVersion(1, 0),
+                version=DLPackVersion(DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION),
                 deleter=_PLAIN_DELETER_ADDR,
                 flags=flags,
                 dl_tensor=dl,
@@ -978,11 +1016,83 @@ class ManagedDLTensor:
 
 
 def _wants_versioned(max_version: object) -> bool:
-    """Tell whether the consumer accepts a DLPack >= 1.0 (versioned) capsule."""
+    """Tell whether the consumer accepts our versioned capsule: a ``max_version`` of major 1
+    (any minor). Without one, or for another major version, the legacy capsule is exported."""
     if max_version is None:
         return False
     try:
         major = operator.index(max_version[0])  # type: ignore[index]
+        operator.index(max_version[1])  # type: ignore[index]
     except (TypeError, IndexError):
         raise TypeError(f"max_version must be a (major, minor) pair, got {max_version!r}") from None
-    return major >= 1
+    return major == DLPACK_MAJOR_VERSION
+
+
+# ------------------------------------------------------------------------------
+# typed_tensor_to_write
+
+
+def typed_tensor_to_write(tensor: DLTensor) -> DLTensor:
+    """Describe a typed read/map tensor in the lane layout writes take, without copying.
+
+    A group tensor has scalar lanes and component axes (``(N, 3)``, ``(N, 4, 4)``); a write
+    takes ``(N,)`` with the components in ``lanes`` (3, 16), which matters for ragged writes:
+    they take ``lanes`` literally. The trailing axes (at most 255 components) must be compact;
+    the row stride must be a non-negative multiple of their product and becomes the stride in
+    lane elements (0 keeps a broadcast). Anything else raises ``ValueError``.
+
+    The result shares ``tensor``'s data, device, code, bits and byte offset and keeps
+    ``tensor`` alive (``_source``) with its own two-entry shape/stride array
+    (``_layout_storage``). Write it back with the column's semantic and ``is_array``.
+    """
+    if not isinstance(tensor, DLTensor):
+        raise TypeError(f"tensor must be a DLTensor, got {type(tensor).__name__}")
+    ndim = tensor.ndim
+    if not tensor.shape:
+        raise ValueError("typed_tensor_to_write: tensor shape is NULL")
+    if tensor.dtype.lanes != 1:
+        raise ValueError(f"typed_tensor_to_write: dtype lanes must be 1, got {tensor.dtype.lanes}")
+    if not 1 <= ndim <= 3:
+        raise ValueError(f"typed_tensor_to_write: ndim must be in 1..3, got {ndim}")
+    rows = tensor.shape[0]
+    if rows < 0:
+        raise ValueError(f"typed_tensor_to_write: shape[0] must be non-negative, got {rows}")
+    strides = tensor.strides
+    components = 1
+    for axis in range(ndim - 1, 0, -1):
+        extent = tensor.shape[axis]
+        if not 1 <= extent <= _MAX_LANES // components:
+            raise ValueError(
+                f"typed_tensor_to_write: shape[{axis}] = {extent} does not fold into at most "
+                f"{_MAX_LANES} lanes"
+            )
+        if strides and strides[axis] != components:
+            raise ValueError(
+                f"typed_tensor_to_write: strides[{axis}] = {strides[axis]} is not compact "
+                f"(expected {components})"
+            )
+        components *= extent
+    row_stride = strides[0] if strides else components
+    if row_stride < 0 or row_stride % components:
+        raise ValueError(
+            f"typed_tensor_to_write: row stride {row_stride} is not a non-negative multiple "
+            f"of {components} components"
+        )
+    layout = (ctypes.c_int64 * 2)(rows, row_stride // components)
+    result = DLTensor(
+        data=tensor.data,
+        device=DLDevice(tensor.device.device_type, tensor.device.device_id),
+        ndim=1,
+        dtype=DLDataType(tensor.dtype.code, tensor.dtype.bits, components),
+        shape=ctypes.cast(layout, ctypes.POINTER(ctypes.c_int64)),
+        strides=ctypes.cast(ctypes.byref(layout, 8), ctypes.POINTER(ctypes.c_int64)),
+        byte_offset=tensor.byte_offset,
+    )
+    result._source = tensor
+    result._layout_storage = layout
+    # A tensor of sealed data stays read-only through the new description.
+    result._read_only = getattr(tensor, "_read_only", False)
+    backing = getattr(tensor, "_backing_nbytes", None)
+    if backing is not None:
+        result._backing_nbytes = backing
+    return result

@@ -123,15 +123,20 @@ class _GroupBase:
         return bool(self._check().data.index_map)
 
     def data_row_index(self, local: int) -> int:
-        """Data row (tensor index for arrays) of logical element ``local``."""
+        """Data row (tensor index for arrays) of logical element ``local``: ``local`` itself
+        when the group has no data index map."""
         local = as_index(local, "local")
         data = self._check().data
+        if not data.index_map:
+            return local
         if not 0 <= local < data.count:
             raise IndexError(f"logical element {local} is outside [0, {data.count})")
         return int(data.index_map[local])
 
     def tensor(self, i: int) -> DLTensor:
-        """Raw ``DLTensor`` ``i`` (valid until release; copy what you keep)."""
+        """Raw ``DLTensor`` ``i`` in the typed layout: scalar lanes and component axes, e.g.
+        ``(N,)``, ``(N, 3)``, ``(N, 4, 4)`` for a MATRIX column (valid until release; copy
+        what you keep). ``typed_tensor_to_write`` turns it back into a write's lane layout."""
         i = as_index(i, "tensor index")
         data = self._check().data
         if not 0 <= i < data.tensor_count:
@@ -156,10 +161,11 @@ class _GroupBase:
         return ManagedDLTensor._from_native(addr, flag, exporter)
 
     def array(self, i: int = 0) -> np.ndarray:
-        """Flat numpy view of tensor ``i`` (``prod(shape) * lanes`` values); CPU tensors only.
-        bfloat16 comes back as its raw ``uint16`` bits (numpy has no bfloat16)."""
+        """Zero-copy numpy view of tensor ``i`` in its typed shape (``tensor(i)`` shape, e.g.
+        ``(N, 3)``; ``view.reshape(-1)`` for flat indexing); CPU tensors only. bfloat16 comes
+        back as its raw ``uint16`` bits (numpy has no bfloat16)."""
         self._require_host(i)
-        return self.dlpack(i).numpy().reshape(-1)
+        return self.dlpack(i).numpy()
 
     def _require_host(self, i: int) -> None:
         """Raise ``NotImplementedError`` unless tensor ``i`` is host memory (GPU columns)."""
@@ -257,14 +263,15 @@ class ReadGroup(_GroupBase):
         return int(self._check().semantic)
 
     def array(self, i: int = 0) -> np.ndarray:
-        """Read-only flat numpy view of tensor ``i`` (``prod(shape) * lanes`` values); a
-        bfloat16 tensor comes back as its raw ``uint16`` bits (numpy has no bfloat16).
+        """Read-only zero-copy numpy view of tensor ``i`` in its typed shape (e.g. ``(N, 3)``,
+        ``(N, 4, 4)``; ``view.reshape(-1)`` for flat indexing); a bfloat16 tensor comes back
+        as its raw ``uint16`` bits (numpy has no bfloat16).
 
         CPU tensors only: a tensor of a GPU column raises ``NotImplementedError`` (use
         ``dlpack(i)`` with ``torch.from_dlpack`` / ``cupy.from_dlpack``).
         """
         self._require_host(i)
-        return self.dlpack(i, readonly=True).numpy().reshape(-1)
+        return self.dlpack(i, readonly=True).numpy()
 
     def __repr__(self) -> str:
         if self._released:
