@@ -224,7 +224,7 @@ func (d *Dictionary) Tokens(p Path) ([]Token, error) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	if !d.validPathLocked(p) {
-		return nil, errorf("Path " + itoa(p) + " was not found")
+		return nil, pathNotFound(p)
 	}
 	toks := make([]Token, d.paths[p].depth)
 	for i := len(toks) - 1; i >= 0; i-- {
@@ -239,7 +239,7 @@ func (d *Dictionary) PathString(p Path) (string, error) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	if !d.validPathLocked(p) {
-		return "", errorf("Path " + itoa(p) + " was not found")
+		return "", pathNotFound(p)
 	}
 	if p == Root {
 		return "/", nil
@@ -270,7 +270,7 @@ func (d *Dictionary) checkPaths(paths []Path) error {
 	defer d.mu.RUnlock()
 	for i, p := range paths {
 		if !d.validPathLocked(p) {
-			return errorf("paths[" + itoa(uint64(i)) + "]: Path " + itoa(p) + " was not found")
+			return errorf("paths[" + itoa(uint64(i)) + "]: " + pathNotFound(p).Error())
 		}
 	}
 	return nil
@@ -287,6 +287,10 @@ func (d *Dictionary) CreateListFromStrings(strs []string) (ListID, error) {
 		paths[i] = p
 	}
 	return d.CreateList(paths)
+}
+
+func pathNotFound(p Path) error {
+	return errorf("Prim path handle was not found in this dictionary: " + itoa(p))
 }
 
 func listNotFound(id ListID) error { return errorf("Path list handle was not found: " + itoa(id)) }

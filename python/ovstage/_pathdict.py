@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import array
 import threading
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._errors import OVX_API_ERROR, OvxError
@@ -61,10 +62,14 @@ class PathList(int):
     """
 
     _state: dict[str, bool]
+    _stage_ref: Callable[[], Stage | None] | None
 
-    def __new__(cls, handle: int) -> PathList:
+    def __new__(cls, handle: int, stage: Stage | None = None) -> PathList:
         self = super().__new__(cls, handle)
         self._state = {"released": False}
+        # The stage whose dictionary made the list: a list dropped after that stage was
+        # destroyed went with it, so its finalizer does not warn.
+        self._stage_ref = weakref.ref(stage) if stage is not None else None
         with _lock:
             _owner_states[int(handle)] = self._state
         return self
@@ -86,7 +91,16 @@ class PathList(int):
             _release_owner(int(self), state)
         except Exception:
             return
+        if self._dictionary_destroyed():
+            return
         warn_finalized("PathList", int(self))
+
+    def _dictionary_destroyed(self) -> bool:
+        ref = getattr(self, "_stage_ref", None)
+        if ref is None:
+            return False
+        stage = ref()
+        return stage is None or stage._destroyed
 
     def __enter__(self) -> PathList:
         return self
@@ -179,7 +193,7 @@ class PathDictionary:
         items = as_sequence(paths, "paths", "path handles")
         ids = array.array("Q", (as_uint64(p, f"paths[{i}]") for i, p in enumerate(items)))
         addr = ids.buffer_info()[0] if ids else 0
-        return PathList(call(native.CreatePathListFromPaths, addr, len(ids)))
+        return PathList(call(native.CreatePathListFromPaths, addr, len(ids)), self._stage)
 
     def create_path_list_from_strings(self, paths: Sequence[str]) -> PathList:
         """Intern path strings and make a new list."""
@@ -198,7 +212,7 @@ class PathDictionary:
         handle = call(
             native.CreatePathListFromStrings, blob_addr, len(blob), lens_addr, len(encoded)
         )
-        return PathList(handle)
+        return PathList(handle, self._stage)
 
     def add_path_list_reference(self, path_list: int) -> None:
         """Add a reference; it is the caller's to release with ``destroy_path_list``."""
@@ -210,11 +224,9 @@ class PathDictionary:
                 _added_refs[handle] = _added_refs.get(handle, 0) + 1
 
     def destroy_path_list(self, path_list: int) -> None:
-        """Release one reference: added references first, then the owner's."""
+        """Release one reference per call: added references first, then the owner's (also
+        when ``path_list`` is the owning ``PathList``)."""
         self._live("destroy_path_list")
-        if isinstance(path_list, PathList):
-            path_list.release()
-            return
         handle = as_uint64(path_list, "path_list")
         with _lock:
             added = _added_refs.get(handle, 0)
@@ -223,7 +235,12 @@ class PathDictionary:
                     del _added_refs[handle]
                 else:
                     _added_refs[handle] = added - 1
-            owner = None if added else _owner_states.get(handle)
+            if added:
+                owner = None
+            elif isinstance(path_list, PathList):
+                owner = path_list._state
+            else:
+                owner = _owner_states.get(handle)
         if owner is not None:
             _release_owner(handle, owner)
             return
