@@ -8,11 +8,10 @@ wraps a managed tensor exported by the Go core.
 from __future__ import annotations
 
 import ctypes
-import enum
 import math
 import operator
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -52,8 +51,56 @@ DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED = 4
 _MAX_LANES = 255
 
 
-class DLDeviceType(enum.IntEnum):
-    """``DLDeviceType``: where a tensor's memory lives."""
+class _CEnum:
+    """Behaviour shared by the ctypes-integer enum types below.
+
+    The class attributes are plain ``int`` constants. An instance (what a struct field of
+    this type reads as) holds one value in ``.value``; it also compares, hashes and converts
+    (``int()``, ``operator.index``) as that int, so code written for an int keeps working.
+    """
+
+    value: int
+    _names: dict[int, str]
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        cls._names = {
+            v: k for k, v in vars(cls).items() if k.startswith("kDL") and type(v) is int
+        }
+
+    @classmethod
+    def name_of(cls, value: int) -> str | None:
+        """The constant's name for ``value`` (``None`` for a value this module does not name)."""
+        return cls._names.get(int(value))
+
+    @property
+    def name(self) -> str | None:
+        return self.name_of(self.value)
+
+    def __int__(self) -> int:
+        return int(self.value)
+
+    def __index__(self) -> int:
+        return int(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _CEnum):
+            return bool(self.value == other.value)
+        if isinstance(other, int):
+            return bool(self.value == other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        name = self.name
+        return f"{type(self).__name__}.{name}" if name else f"{type(self).__name__}({self.value})"
+
+
+class DLDeviceType(_CEnum, ctypes.c_int):
+    """``DLDeviceType`` (a ``ctypes.c_int``): where a tensor's memory lives.
+    ``DLDevice.device_type`` reads as an instance: use ``.value`` (or ``int()``)."""
 
     kDLCPU = 1
     kDLCUDA = 2
@@ -73,8 +120,9 @@ class DLDeviceType(enum.IntEnum):
     kDLTrn = 18
 
 
-class DLDataTypeCode(enum.IntEnum):
-    """``DLDataTypeCode``: the type class of a tensor element."""
+class DLDataTypeCode(_CEnum, ctypes.c_uint8):
+    """``DLDataTypeCode`` (a ``ctypes.c_uint8``): the type class of a tensor element. The
+    C header also defines FP8/FP6/FP4 codes 7..17; Python names 0..6."""
 
     kDLInt = 0
     kDLUInt = 1
@@ -98,10 +146,21 @@ _STREAM_DEVICES = (DLDeviceType.kDLCUDA, DLDeviceType.kDLCUDAManaged)
 class DLDevice(ctypes.Structure):
     """``DLDevice {int32 device_type; int32 device_id}``."""
 
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+    _fields_ = [("device_type", DLDeviceType), ("device_id", ctypes.c_int32)]
 
     def __repr__(self) -> str:
         return f"DLDevice({_device_name(self.device_type)}, {self.device_id})"
+
+    def __iter__(self) -> Iterator[int]:
+        """``(device_type, device_id)`` as plain ints (so a device unpacks like a pair)."""
+        return iter((self.device_type.value, self.device_id))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (DLDevice, tuple)):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable ctypes structure
 
 
 class DLDataType(ctypes.Structure):
@@ -114,10 +173,7 @@ class DLDataType(ctypes.Structure):
     ]
 
     def __repr__(self) -> str:
-        try:
-            code: object = DLDataTypeCode(self.code).name
-        except ValueError:
-            code = self.code
+        code = DLDataTypeCode.name_of(self.code) or self.code
         return f"DLDataType({code}, bits={self.bits}, lanes={self.lanes})"
 
     def __eq__(self, other: object) -> bool:
@@ -212,7 +268,7 @@ class DLTensor(ctypes.Structure):
         strides = _int64_array(src.strides[i] for i in range(ndim)) if src.strides else None
         tensor = cls(
             data=src.data,
-            device=DLDevice(src.device.device_type, src.device.device_id),
+            device=DLDevice(src.device.device_type.value, src.device.device_id),
             ndim=ndim,
             dtype=DLDataType(src.dtype.code, src.dtype.bits, src.dtype.lanes),
             shape=shape,
@@ -293,7 +349,7 @@ def private_dltensor(src: DLTensor) -> DLTensor:
     shape_values = shape_ptr[:dims] if dims and shape_ptr else None
     stride_values = strides_ptr[:dims] if dims and strides_ptr else None
     data, byte_offset, device, dtype = src.data, src.byte_offset, src.device, src.dtype
-    device_type, device_id = device.device_type, device.device_id
+    device_type, device_id = device.device_type.value, device.device_id
     code, bits, lanes = dtype.code, dtype.bits, dtype.lanes
     shape = None if shape_values is None else _int64_array(shape_values)
     strides = None if stride_values is None else _int64_array(stride_values)
@@ -323,19 +379,12 @@ def _run_deleter(deleter: int | None, managed_addr: int, producer: object) -> No
 
 
 def _device_name(device_type: int) -> str:
-    try:
-        return DLDeviceType(device_type).name
-    except ValueError:
-        return str(device_type)
+    return DLDeviceType.name_of(device_type) or str(int(device_type))
 
 
 def _device_tuple(device: DLDevice) -> tuple[int, int]:
-    """``(device_type, device_id)``, with the type as a ``DLDeviceType`` when known."""
-    try:
-        device_type: int = DLDeviceType(device.device_type)
-    except ValueError:
-        device_type = device.device_type
-    return (device_type, device.device_id)
+    """``(device_type, device_id)`` as plain ints."""
+    return (device.device_type.value, device.device_id)
 
 
 def _producer_device(obj: Any) -> int:
@@ -603,7 +652,7 @@ def _folded_tensor(
 ) -> DLTensor:
     """Apply the only override allowed on a producer: fold trailing dims into lanes."""
     requested = (as_int32(device_type, "device_type"), as_int32(device_id, "device_id"))
-    actual = (source.device.device_type, source.device.device_id)
+    actual = (source.device.device_type.value, source.device.device_id)
     if requested not in ((DLDeviceType.kDLCPU, 0), actual):
         raise ValueError(f"cannot move a DLPack tensor on {actual} to device {requested}")
     if dtype is None and shape is None and ndim is None and strides is None:
@@ -691,8 +740,8 @@ def dltensor_to_numpy(tensor: DLTensor, *, readonly: bool = False) -> np.ndarray
     """
     if not isinstance(tensor, DLTensor):
         raise TypeError(f"tensor must be a DLTensor, got {type(tensor).__name__}")
-    if tensor.device.device_type not in _HOST_DEVICES:
-        where = _device_name(tensor.device.device_type)
+    if tensor.device.device_type.value not in _HOST_DEVICES:
+        where = _device_name(tensor.device.device_type.value)
         raise NotImplementedError(f"numpy views need host memory; tensor is on {where}")
     # The field is a uint16: a lanes value set above 65535 has already wrapped, and any
     # value outside the transport range is refused rather than decoded.
@@ -889,9 +938,11 @@ class ManagedDLTensor:
         return self._tensor.data or 0
 
     @property
-    def device(self) -> tuple[int, int]:
-        """``(device_type, device_id)``."""
-        return _device_tuple(self._tensor.device)
+    def device(self) -> DLDevice:
+        """The tensor's ``DLDevice`` (a copy; it unpacks and compares like the
+        ``(device_type, device_id)`` pair)."""
+        device = self._tensor.device
+        return DLDevice(device.device_type.value, device.device_id)
 
     @property
     def readonly(self) -> bool:
@@ -904,8 +955,8 @@ class ManagedDLTensor:
         raw ``uint16`` bits (a view, read-only if the export is); a dtype numpy cannot hold at
         all (float8, int4 ...) raises ``ValueError`` naming it."""
         raw = self._tensor
-        if raw.device.device_type not in _HOST_DEVICES:
-            where = _device_name(raw.device.device_type)
+        if raw.device.device_type.value not in _HOST_DEVICES:
+            where = _device_name(raw.device.device_type.value)
             raise NotImplementedError(f"numpy views need host memory; tensor is on {where}")
         if (raw.dtype.code, raw.dtype.bits) not in _DL_TO_NUMPY:
             raise ValueError(f"numpy has no dtype for this tensor's {raw.dtype!r}")
@@ -919,7 +970,8 @@ class ManagedDLTensor:
         return bits.reshape(raw.shape_tuple + ((lanes,) if lanes > 1 else ()))
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return self.device
+        """``(device_type, device_id)`` as plain ints."""
+        return _device_tuple(self._tensor.device)
 
     def __dlpack__(
         self,
@@ -941,7 +993,7 @@ class ManagedDLTensor:
             raise BufferError("ManagedDLTensor exports views only (copy=True is not supported)")
         if dl_device is not None:
             self._check_device(dl_device)
-        if self._exporter is not None and self._tensor.device.device_type in _STREAM_DEVICES:
+        if self._exporter is not None and self._tensor.device.device_type.value in _STREAM_DEVICES:
             handle = dlpack_cuda_stream(stream)
             if handle is not None:
                 self._exporter.stream_wait(self._native_addr, handle)
@@ -970,7 +1022,7 @@ class ManagedDLTensor:
             raise TypeError(
                 f"dl_device must be a (device_type, device_id) pair, got {dl_device!r}"
             ) from None
-        if requested != tuple(self.device):
+        if requested != self.__dlpack_device__():
             raise BufferError(f"cannot export a tensor on {self.device} to device {requested}")
 
     def _export_plain(self, versioned: bool) -> int:
@@ -986,7 +1038,7 @@ class ManagedDLTensor:
         strides_arr = _int64_array(steps)
         dl = DLTensor(
             data=raw.data,
-            device=DLDevice(raw.device.device_type, raw.device.device_id),
+            device=DLDevice(raw.device.device_type.value, raw.device.device_id),
             ndim=len(dims),
             dtype=DLDataType(raw.dtype.code, raw.dtype.bits, 1),
             shape=shape_arr,
@@ -1081,7 +1133,7 @@ def typed_tensor_to_write(tensor: DLTensor) -> DLTensor:
     layout = (ctypes.c_int64 * 2)(rows, row_stride // components)
     result = DLTensor(
         data=tensor.data,
-        device=DLDevice(tensor.device.device_type, tensor.device.device_id),
+        device=DLDevice(tensor.device.device_type.value, tensor.device.device_id),
         ndim=1,
         dtype=DLDataType(tensor.dtype.code, tensor.dtype.bits, components),
         shape=ctypes.cast(layout, ctypes.POINTER(ctypes.c_int64)),

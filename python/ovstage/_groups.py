@@ -23,10 +23,8 @@ __all__ = ["AttributeMeta", "MapGroup", "MapGroupRaw", "ReadGroup", "ReadGroupRa
 def _device_label(device_type: int, device_id: int) -> str:
     if device_type == DLDeviceType.kDLCUDA:
         return f"cuda:{device_id}"
-    try:
-        return f"{DLDeviceType(device_type).name}:{device_id}"
-    except ValueError:
-        return f"device type {device_type}:{device_id}"
+    name = DLDeviceType.name_of(device_type)
+    return f"{name}:{device_id}" if name else f"device type {device_type}:{device_id}"
 
 
 class AttributeMeta:
@@ -170,10 +168,11 @@ class _GroupBase:
     def _require_host(self, i: int) -> None:
         """Raise ``NotImplementedError`` unless tensor ``i`` is host memory (GPU columns)."""
         device = self.tensor(i).device
-        if device.device_type != DLDeviceType.kDLCPU:
+        device_type = device.device_type.value
+        if device_type != DLDeviceType.kDLCPU:
             raise NotImplementedError(
                 f"array() views host memory; tensor {i} is on "
-                f"{_device_label(device.device_type, device.device_id)}: use dlpack({i}) with "
+                f"{_device_label(device_type, device.device_id)}: use dlpack({i}) with "
                 "torch.from_dlpack or cupy.from_dlpack"
             )
 
