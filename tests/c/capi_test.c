@@ -716,9 +716,11 @@ static void test_write_read_round_trip(void)
     CHECK(g.meta.attribute_write_floor_ordinal == 2);
     if (g.data.tensor_count == 1) {
         const DLTensor* rt = &g.data.tensors[0];
-        CHECK(rt->device.device_type == kDLCPU && rt->ndim == 1 && rt->shape[0] == 3);
-        CHECK(rt->dtype.code == kDLFloat && rt->dtype.bits == 32 && rt->dtype.lanes == 3);
-        CHECK(rt->strides != NULL && rt->strides[0] == 1);
+        /* Typed layout: scalar lanes, the tuple as a component axis, explicit strides. */
+        CHECK(rt->device.device_type == kDLCPU && rt->ndim == 2 && rt->shape[0] == 3 &&
+              rt->shape[1] == 3);
+        CHECK(rt->dtype.code == kDLFloat && rt->dtype.bits == 32 && rt->dtype.lanes == 1);
+        CHECK(rt->strides != NULL && rt->strides[0] == 3 && rt->strides[1] == 1);
         CHECK(memcmp(rt->data, xyz, sizeof xyz) == 0);
         CHECK(rt->data != (void*)xyz); /* a copy owned by the stage */
     }
