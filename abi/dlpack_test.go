@@ -6,35 +6,51 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
-func TestExportHoldsBufferReferenceAndExpandsLanes(t *testing.T) {
-	buf, err := buffer.New(2 * 3 * 4)
-	require.NoError(t, err)
-	before := buffer.LiveCount()
-	tmpl, err := Export(buf, 0, tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 3}, 2, tensor.DeviceCPU, 0, ReadOnly)
-	require.NoError(t, err)
-	buf.Release() // the export keeps the memory alive
-	assert.Equal(t, before, buffer.LiveCount())
-
-	for _, versioned := range []bool{true, false} {
-		c, err := CloneForCapsule(tmpl, versioned)
+func TestExportHoldsBufferReferenceAndPublishesTheTypedShape(t *testing.T) {
+	for _, tc := range []struct {
+		lanes          uint16
+		semantic       int32
+		shape, strides []int64
+	}{
+		{1, core.SemanticNone, []int64{2}, []int64{1}},
+		{3, core.SemanticNone, []int64{2, 3}, []int64{3, 1}},
+		{16, core.SemanticMatrix, []int64{2, 4, 4}, []int64{16, 4, 1}},
+		{16, core.SemanticNone, []int64{2, 16}, []int64{16, 1}},
+	} {
+		buf, err := buffer.New(2 * int(tc.lanes) * 4)
 		require.NoError(t, err)
-		var dl *cTensorView
-		if versioned {
-			dl = versionedTensor(c)
-		} else {
-			dl = legacyTensor(c)
+		before := buffer.LiveCount()
+		tv := core.TensorView{Buffer: buf, DType: tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: tc.lanes},
+			Rows: 2, DeviceType: tensor.DeviceCPU}
+		tmpl, err := Export(tv, tc.semantic, ReadOnly)
+		require.NoError(t, err)
+		buf.Release() // the export keeps the memory alive
+		assert.Equal(t, before, buffer.LiveCount())
+
+		for _, versioned := range []bool{true, false} {
+			c, err := CloneForCapsule(tmpl, versioned)
+			require.NoError(t, err)
+			var dl *cTensorView
+			if versioned {
+				dl = versionedTensor(c)
+				assert.Equal(t, [2]uint32{1, 3}, versionOf(c), "the header's DLPack version")
+			} else {
+				dl = legacyTensor(c)
+			}
+			assert.Equal(t, int32(len(tc.shape)), dl.ndim())
+			assert.Equal(t, tc.shape, dl.shape())
+			assert.Equal(t, tc.strides, dl.strides())
+			assert.Equal(t, uint16(1), dl.lanes())
+			runDeleter(c, versioned)
 		}
-		assert.Equal(t, int32(2), dl.ndim())
-		assert.Equal(t, []int64{2, 3}, dl.shape())
-		assert.Equal(t, []int64{3, 1}, dl.strides())
-		runDeleter(c, versioned)
+		FreeExport(tmpl)
+		assert.Equal(t, before-1, buffer.LiveCount(), "last export gone: buffer freed")
 	}
-	FreeExport(tmpl)
-	assert.Equal(t, before-1, buffer.LiveCount(), "last export gone: buffer freed")
 }
 
 func TestFromAddressRejectsMalformed(t *testing.T) {
@@ -67,7 +83,9 @@ func TestFromAddressRejectsMalformed(t *testing.T) {
 func TestExportBufferIsTheViewedBuffer(t *testing.T) {
 	buf, err := buffer.New(64)
 	require.NoError(t, err)
-	addr, err := Export(buf, 16, tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1}, 4, tensor.DeviceCPU, 0, ReadOnly)
+	tv := core.TensorView{Buffer: buf, ByteOffset: 16, DType: tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1},
+		Rows: 4, DeviceType: tensor.DeviceCPU}
+	addr, err := Export(tv, core.SemanticNone, ReadOnly)
 	require.NoError(t, err)
 	got, err := ExportBuffer(addr)
 	require.NoError(t, err)

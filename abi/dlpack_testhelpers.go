@@ -27,6 +27,13 @@ func (d *cTensorView) strides() []int64 {
 	return append([]int64(nil), unsafe.Slice((*int64)(unsafe.Pointer(d.t.strides)), int(d.t.ndim))...)
 }
 
+func (d *cTensorView) lanes() uint16 { return uint16(d.t.dtype.lanes) }
+
+func versionOf(addr uintptr) [2]uint32 {
+	v := (*C.DLManagedTensorVersioned)(cptr.At(addr)).version
+	return [2]uint32{uint32(v.major), uint32(v.minor)}
+}
+
 func versionedTensor(addr uintptr) *cTensorView {
 	return &cTensorView{t: &(*C.DLManagedTensorVersioned)(cptr.At(addr)).dl_tensor}
 }

@@ -7,11 +7,12 @@
 #include <ovx/dlpack/dlpack.h>
 #include "ovs_buffer.h"
 
-#define OVS_MAX_EXPORT_DIMS 2
+// A published tensor has at most three axes (core.MaxTypedDims); a lanes axis may be added.
+#define OVS_MAX_EXPORT_DIMS 4
 
-// Exports describe DLPack 1.0 tensors (their layout and flags are 1.0's; consumers accept any
-// 1.x), whatever minor version the header declares.
-#define OVS_EXPORT_DLPACK_MINOR 0
+// Versioned exports declare the header's DLPack version. Their strides are always filled,
+// which DLPack 1.2 and later require for ndim > 0.
+#define OVS_EXPORT_DLPACK_MINOR DLPACK_MINOR_VERSION
 
 typedef struct {
 	DLManagedTensorVersioned m;
@@ -39,30 +40,35 @@ static void delete_l(DLManagedTensor* self) {
 	free(e);
 }
 
-// fill_tensor copies a raw 1-D tensor (values with lanes) and, because consumers do not
-// support vector lanes, turns lanes > 1 into a trailing axis: (rows,) x L -> (rows, L) x 1.
+// fill_tensor copies the template src with compact row-major strides and, because consumers
+// do not support vector lanes, turns lanes > 1 into a trailing axis of lanes 1 (published
+// tensors already have lanes 1).
 static void fill_tensor(DLTensor* t, int64_t* shape, int64_t* strides, const DLTensor* src) {
+	int32_t ndim = src->ndim;
 	*t = *src;
 	t->shape = shape;
 	t->strides = strides;
-	shape[0] = src->shape[0];
+	for (int32_t i = 0; i < ndim; i++) shape[i] = src->shape[i];
 	if (src->dtype.lanes > 1) {
-		t->ndim = 2;
-		shape[1] = src->dtype.lanes;
-		strides[0] = src->dtype.lanes;
-		strides[1] = 1;
+		shape[ndim++] = src->dtype.lanes;
 		t->dtype.lanes = 1;
-	} else {
-		t->ndim = 1;
-		strides[0] = 1;
+	}
+	t->ndim = ndim;
+	int64_t step = 1;
+	for (int32_t i = ndim - 1; i >= 0; i--) {
+		strides[i] = step;
+		step *= shape[i];
 	}
 }
 
-// ovs_export_new makes the raw versioned managed tensor of rows values (with lanes) of buf
-// starting at byte_offset: a 1-D template that ovs_export_clone turns into capsule exports.
+// ovs_export_new makes the versioned managed tensor of a published tensor (ndim axes of shape,
+// at most OVS_MAX_EXPORT_DIMS - 1) of buf starting at byte_offset: the template that
+// ovs_export_clone copies into capsule exports. NULL when ndim is out of range or on OOM.
 DLManagedTensorVersioned* ovs_export_new(ovs_buffer* buf, uint64_t byte_offset, uint8_t code,
-                                         uint8_t bits, uint16_t lanes, int64_t rows,
-                                         int32_t device_type, int32_t device_id, uint64_t flags) {
+                                         uint8_t bits, uint16_t lanes, int32_t ndim,
+                                         const int64_t* shape, int32_t device_type,
+                                         int32_t device_id, uint64_t flags) {
+	if (ndim < 1 || ndim >= OVS_MAX_EXPORT_DIMS) return NULL;
 	ovs_export_v* e = (ovs_export_v*)calloc(1, sizeof(ovs_export_v));
 	if (!e) return NULL;
 	ovs_buffer_retain(buf);
@@ -71,15 +77,19 @@ DLManagedTensorVersioned* ovs_export_new(ovs_buffer* buf, uint64_t byte_offset, 
 	t->data = (char*)buf->data + byte_offset;
 	t->device.device_type = (DLDeviceType)device_type;
 	t->device.device_id = device_id;
-	t->ndim = 1;
+	t->ndim = ndim;
 	t->dtype.code = code;
 	t->dtype.bits = bits;
 	t->dtype.lanes = lanes;
 	t->shape = e->shape;
 	t->strides = e->strides;
 	t->byte_offset = 0;
-	e->shape[0] = rows;
-	e->strides[0] = 1;
+	int64_t step = 1;
+	for (int32_t i = ndim - 1; i >= 0; i--) {
+		e->shape[i] = shape[i];
+		e->strides[i] = step;
+		step *= shape[i];
+	}
 	e->m.version.major = DLPACK_MAJOR_VERSION;
 	e->m.version.minor = OVS_EXPORT_DLPACK_MINOR;
 	e->m.manager_ctx = e;

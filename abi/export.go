@@ -5,7 +5,8 @@ package abi
 #include <ovstage/ovstage.h>
 #include "ovs_buffer.h"
 DLManagedTensorVersioned* ovs_export_new(ovs_buffer* buf, uint64_t byte_offset, uint8_t code,
-	uint8_t bits, uint16_t lanes, int64_t rows, int32_t device_type, int32_t device_id, uint64_t flags);
+	uint8_t bits, uint16_t lanes, int32_t ndim, const int64_t* shape, int32_t device_type,
+	int32_t device_id, uint64_t flags);
 void* ovs_export_clone(DLManagedTensorVersioned* src, int versioned);
 void ovs_export_free(DLManagedTensorVersioned* m);
 ovs_buffer* ovs_export_buffer(DLManagedTensorVersioned* m);
@@ -17,9 +18,9 @@ import "C"
 import (
 	"unsafe"
 
+	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/core/tensor"
 	"github.com/ovstage-go/ovstage/internal/cptr"
 )
 
@@ -37,12 +38,18 @@ const (
 	IsCopied Flags = C.DLPACK_FLAG_BITMASK_IS_COPIED
 )
 
-// Export makes a raw (1-D, lanes kept) versioned managed tensor over rows values of dtype in
-// buf at byteOffset, holding its own buffer reference: the template CloneForCapsule copies for
-// each capsule. The result is a DLManagedTensorVersioned* address.
-func Export(buf buffer.Buffer, byteOffset int, dt tensor.DType, rows int64, deviceType, deviceID int32, flags Flags) (uintptr, error) {
-	m := C.ovs_export_new((*C.ovs_buffer)(buf.Raw()), C.uint64_t(byteOffset), C.uint8_t(dt.Code),
-		C.uint8_t(dt.Bits), C.uint16_t(dt.Lanes), C.int64_t(rows), C.int32_t(deviceType), C.int32_t(deviceID), C.uint64_t(flags))
+// Export makes a versioned managed tensor over the published tensor tv of a column with the
+// given semantic (typed shape, scalar lanes: core.TypedShape), holding its own buffer
+// reference: the template CloneForCapsule copies for each capsule. The result is a
+// DLManagedTensorVersioned* address.
+func Export(tv core.TensorView, semantic int32, flags Flags) (uintptr, error) {
+	shape, ndim := core.TypedShape(tv.Rows, tv.DType.Lanes, semantic)
+	var cshape [core.MaxTypedDims]C.int64_t
+	for i := range ndim {
+		cshape[i] = C.int64_t(shape[i])
+	}
+	m := C.ovs_export_new((*C.ovs_buffer)(tv.Buffer.Raw()), C.uint64_t(tv.ByteOffset), C.uint8_t(tv.DType.Code),
+		C.uint8_t(tv.DType.Bits), 1, C.int32_t(ndim), &cshape[0], C.int32_t(tv.DeviceType), C.int32_t(tv.DeviceID), C.uint64_t(flags))
 	if m == nil {
 		return 0, status.Errorf(status.OutOfMemory, "cannot allocate a DLPack export")
 	}

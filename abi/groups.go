@@ -30,15 +30,15 @@ func newGroupLayout(head uintptr, g *core.Group) groupLayout {
 	l.add(head)
 	nt := uintptr(len(g.Tensors))
 	l.tensors = l.add(max(nt, 1) * dlTensorSize)
-	l.dims = l.add(nt * 2 * 8) // shape[1] and strides[1] of each tensor
+	l.dims = l.add(nt * 2 * core.MaxTypedDims * 8) // the shape and strides of each tensor
 	l.primMap = l.add(uintptr(len(g.PrimIndexMap)) * 4)
 	l.dataMap = l.add(uintptr(len(g.DataIndexMap)) * 4)
 	return l
 }
 
-// fillGroup writes the prims, data and meta of g. Tensors are 1-D views of the stored rows
-// (lanes keep the tuple width) with explicit strides; device groups carry the ready event of
-// their storage in data.cuda_sync.wait_event, host groups {0, 0}.
+// fillGroup writes the prims, data and meta of g. Tensors are typed views of the stored rows
+// (scalar lanes, component axes: core.TypedShape) with explicit compact strides; device groups
+// carry the ready event of their storage in data.cuda_sync.wait_event, host groups {0, 0}.
 func fillGroup(b Block, l groupLayout, g *core.Group, prims *C.ovstage_prim_group_t, data *C.ovstage_data_t,
 	meta *C.ovstage_attribute_meta_t, alwaysTensors bool) {
 	prims.list = C.ovx_primpath_list_t(g.PrimList)
@@ -65,20 +65,32 @@ func fillGroup(b Block, l groupLayout, g *core.Group, prims *C.ovstage_prim_grou
 	meta.layout_generation = C.uint64_t(g.LayoutGen)
 
 	dts := unsafe.Slice((*C.DLTensor)(b.at(l.tensors)), nt)
-	dims := unsafe.Slice((*C.int64_t)(b.at(l.dims)), 2*nt)
+	dims := unsafe.Slice((*C.int64_t)(b.at(l.dims)), 2*core.MaxTypedDims*nt)
 	for i, tv := range g.Tensors {
 		dt := &dts[i]
 		dt.data = unsafe.Add(tv.Buffer.Data(), tv.ByteOffset)
 		dt.device.device_type = C.DLDeviceType(tv.DeviceType)
 		dt.device.device_id = C.int32_t(tv.DeviceID)
-		dt.ndim = 1
 		dt.dtype.code = C.uint8_t(tv.DType.Code)
 		dt.dtype.bits = C.uint8_t(tv.DType.Bits)
-		dt.dtype.lanes = C.uint16_t(tv.DType.Lanes)
-		dims[2*i] = C.int64_t(tv.Rows)
-		dims[2*i+1] = 1
-		dt.shape = &dims[2*i]
-		dt.strides = &dims[2*i+1]
+		dt.dtype.lanes = 1
+		shape, ndim := core.TypedShape(tv.Rows, tv.DType.Lanes, g.Semantic)
+		own := dims[2*core.MaxTypedDims*i:][:2*core.MaxTypedDims]
+		compactStrides(shape[:ndim], own[:ndim], own[core.MaxTypedDims:])
+		dt.ndim = C.int32_t(ndim)
+		dt.shape = &own[0]
+		dt.strides = &own[core.MaxTypedDims]
+	}
+}
+
+// compactStrides copies shape into cshape and writes its compact row-major strides (in
+// elements) into cstrides.
+func compactStrides(shape []int64, cshape, cstrides []C.int64_t) {
+	step := int64(1)
+	for axis := len(shape) - 1; axis >= 0; axis-- {
+		cshape[axis] = C.int64_t(shape[axis])
+		cstrides[axis] = C.int64_t(step)
+		step *= shape[axis]
 	}
 }
 

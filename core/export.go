@@ -8,41 +8,49 @@ import (
 	"github.com/ovstage-go/ovstage/core/status"
 )
 
+// ExportedView is what an export of one group tensor shows: the tensor, the column's semantic
+// (which decides its published shape, TypedShape) and whether the bytes are a private copy.
+type ExportedView struct {
+	TensorView
+	Semantic int32
+	Copied   bool
+}
+
 // ExportView is what an export of tensor index of group id shows, holding one buffer
 // reference that the caller releases. A read group's data is a sealed version that must never
-// change, so a writable export of it gets a private copy of the tensor (copied is then true);
+// change, so a writable export of it gets a private copy of the tensor (Copied is then true);
 // a map group's staging is meant to be written, and its exports share it.
-func (s *Stage) ExportView(id uint64, index int, writable bool) (tv TensorView, copied bool, err error) {
+func (s *Stage) ExportView(id uint64, index int, writable bool) (ExportedView, error) {
 	s.mu.Lock()
 	if err := s.checkLiveLocked(); err != nil {
 		s.mu.Unlock()
-		return TensorView{}, false, err
+		return ExportedView{}, err
 	}
 	g, ok := s.groups[id]
 	if !ok {
 		s.mu.Unlock()
-		return TensorView{}, false, status.Errorf(status.InvalidHandle, "read group %d is not valid on stage %d (already released, or never fetched)", id, s.ID)
+		return ExportedView{}, status.Errorf(status.InvalidHandle, "read group %d is not valid on stage %d (already released, or never fetched)", id, s.ID)
 	}
 	if index < 0 || index >= len(g.Tensors) {
 		s.mu.Unlock()
-		return TensorView{}, false, status.Errorf(status.InvalidArgument, "tensor index %d is outside 0..%d", index, len(g.Tensors)-1)
+		return ExportedView{}, status.Errorf(status.InvalidArgument, "tensor index %d is outside 0..%d", index, len(g.Tensors)-1)
 	}
 	// Retained under s.mu: a concurrent ReleaseGroup drops the group's references only after
 	// removing it from s.groups.
-	tv = g.Tensors[index]
-	tv.Buffer = tv.Buffer.Retain()
+	ev := ExportedView{TensorView: g.Tensors[index], Semantic: g.Semantic}
+	ev.Buffer = ev.Buffer.Retain()
 	staged := g.staged
 	s.mu.Unlock()
 	if !writable || staged {
-		return tv, false, nil
+		return ev, nil
 	}
-	private, err := copyTensorView(tv)
-	tv.Buffer.Release()
+	private, err := copyTensorView(ev.TensorView)
+	ev.Buffer.Release()
 	if err != nil {
-		return TensorView{}, false, err
+		return ExportedView{}, err
 	}
-	tv.Buffer, tv.ByteOffset = private, 0
-	return tv, true, nil
+	ev.Buffer, ev.ByteOffset, ev.Copied = private, 0, true
+	return ev, nil
 }
 
 // copyTensorView copies the bytes tv shows into a new buffer on the same device (one

@@ -38,19 +38,19 @@ func TestWritableExportOfAReadGroupIsAPrivateCopy(t *testing.T) {
 	f.seal(1)
 	g := f.latestGroup()
 
-	view, copied, err := f.s.ExportView(g.ID, 0, false)
+	view, err := f.s.ExportView(g.ID, 0, false)
 	require.NoError(t, err)
-	assert.False(t, copied)
+	assert.False(t, view.Copied)
 	assert.Equal(t, g.Tensors[0].Buffer.Data(), view.Buffer.Data(), "a read-only export is a view")
 	view.Buffer.Release()
 
-	private, copied, err := f.s.ExportView(g.ID, 0, true)
+	private, err := f.s.ExportView(g.ID, 0, true)
 	require.NoError(t, err)
-	assert.True(t, copied)
+	assert.True(t, private.Copied)
 	assert.NotEqual(t, g.Tensors[0].Buffer.Data(), private.Buffer.Data())
 	assert.Equal(t, 0, private.ByteOffset)
-	assert.Equal(t, []float32{1, 2, 3}, floatsOf(private))
-	floatsOf(private)[1] = 99 // what an in-place consumer does
+	assert.Equal(t, []float32{1, 2, 3}, floatsOf(private.TensorView))
+	floatsOf(private.TensorView)[1] = 99 // what an in-place consumer does
 	require.NoError(t, f.s.ReleaseGroup(g.ID))
 	private.Buffer.Release()
 
@@ -58,7 +58,7 @@ func TestWritableExportOfAReadGroupIsAPrivateCopy(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, [][]float32{{1, 2, 3}}, got, "the sealed version is unchanged")
 
-	_, _, err = f.s.ExportView(g.ID, 0, true)
+	_, err = f.s.ExportView(g.ID, 0, true)
 	assert.Equal(t, status.InvalidHandle, status.CodeOf(err), "released group")
 }
 
@@ -74,10 +74,10 @@ func TestWritableExportOfAMapGroupSharesItsStaging(t *testing.T) {
 	g, err := f.s.FetchMapNext(h, TimeoutInfinite)
 	require.NoError(t, err)
 	f.s.RegisterMapGroup(g)
-	tv, copied, err := f.s.ExportView(g.ID, 0, true)
+	tv, err := f.s.ExportView(g.ID, 0, true)
 	require.NoError(t, err)
-	assert.False(t, copied)
-	floatsOf(tv)[0] = 10
+	assert.False(t, tv.Copied)
+	floatsOf(tv.TensorView)[0] = 10
 	tv.Buffer.Release()
 	un, err := f.s.UnmapAttribute(h)
 	require.NoError(t, err)
@@ -96,7 +96,7 @@ func TestExportViewBoundsAndConcurrentRelease(t *testing.T) {
 	f.seal(1)
 	g := f.latestGroup()
 	for _, i := range []int{-1, 1} {
-		_, _, err = f.s.ExportView(g.ID, i, false)
+		_, err = f.s.ExportView(g.ID, i, false)
 		assert.Equal(t, status.InvalidArgument, status.CodeOf(err))
 		assert.ErrorContains(t, err, "tensor index")
 	}
@@ -110,12 +110,12 @@ func TestExportViewBoundsAndConcurrentRelease(t *testing.T) {
 			wg.Add(1)
 			go func(writable bool) {
 				defer wg.Done()
-				tv, _, err := f.s.ExportView(g.ID, 0, writable)
+				tv, err := f.s.ExportView(g.ID, 0, writable)
 				if err != nil {
 					assert.Equal(t, status.InvalidHandle, status.CodeOf(err))
 					return
 				}
-				assert.Equal(t, []float32{1, 2, 3}, floatsOf(tv))
+				assert.Equal(t, []float32{1, 2, 3}, floatsOf(tv.TensorView))
 				tv.Buffer.Release()
 			}(w%2 == 0)
 		}
@@ -135,9 +135,9 @@ func testWritableExportOfADeviceReadGroup(t *testing.T, g *gpuFixture) {
 	g.seal(1)
 	grp := g.readGroup()
 	dtod, htod := cuda.FakeStat("dtod"), cuda.FakeStat("htod")
-	private, copied, err := g.s.ExportView(grp.ID, 0, true)
+	private, err := g.s.ExportView(grp.ID, 0, true)
 	require.NoError(t, err)
-	assert.True(t, copied)
+	assert.True(t, private.Copied)
 	assert.True(t, cuda.IsDeviceBuffer(private.Buffer))
 	assert.NotEqual(t, grp.Tensors[0].Buffer.Data(), private.Buffer.Data())
 	if g.fake {

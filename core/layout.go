@@ -16,6 +16,7 @@ const (
 	// SemanticQuaternion values are four lanes in the order (x, y, z, w): the imaginary part
 	// first, the real part last. The engine stores and returns them as written.
 	SemanticQuaternion       int32 = 9
+	SemanticMatrix           int32 = 10
 	SemanticConnectionPathID int32 = 12
 	// SemanticString rows are raw UTF-8 bytes, one string per row; a row's length is the
 	// string's length, so a trailing NUL byte is data, never a terminator.
@@ -23,8 +24,43 @@ const (
 	maxSemantic    int32 = 15
 )
 
+// semanticNames name the semantics whose layout checkSemanticLayout enforces, for its messages.
+var semanticNames = map[int32]string{
+	SemanticAssetPathID:          "ASSET_PATH_ID",
+	SemanticTokenID:              "TOKEN_ID",
+	SemanticPathExpressionString: "PATH_EXPRESSION_STRING",
+	SemanticRelationshipPathID:   "RELATIONSHIP_PATH_ID",
+	SemanticConnectionPathID:     "CONNECTION_PATH_ID",
+	SemanticString:               "STRING",
+}
+
 // MaxLanes is the widest transportable value.
 const MaxLanes = 255
+
+// MaxTypedDims is the most axes a published tensor has (rows plus two matrix axes).
+const MaxTypedDims = 3
+
+// TypedShape is the shape in which reads and maps publish rows values of a column stored
+// lanes wide: scalar lanes plus component axes. A one-lane column is (rows), a MATRIX column
+// of 4, 9 or 16 lanes is (rows, side, side), any other tuple is (rows, lanes). It returns the
+// shape in an array and how many of its entries are used (no allocation per tensor).
+func TypedShape(rows int64, lanes uint16, semantic int32) (shape [MaxTypedDims]int64, ndim int) {
+	shape[0] = rows
+	switch {
+	case lanes <= 1:
+		return shape, 1
+	case semantic == SemanticMatrix && (lanes == 4 || lanes == 9 || lanes == 16):
+		side := int64(2)
+		for side*side != int64(lanes) {
+			side++
+		}
+		shape[1], shape[2] = side, side
+		return shape, 3
+	default:
+		shape[1] = int64(lanes)
+		return shape, 2
+	}
+}
 
 // checkDType accepts numeric int/uint/float/bfloat/bool value types.
 func checkDType(dt tensor.DType, name string) error {
@@ -72,7 +108,7 @@ func foldFixed(t tensor.Tensor, name string) (tensor.DType, int64, error) {
 		}
 	}
 	if lanes == 0 {
-		return tensor.DType{}, 0, status.Errorf(status.InvalidArgument, "%s: shape %v has an empty trailing dimension", name, t.Shape)
+		return tensor.DType{}, 0, status.Errorf(status.InvalidArgument, "%s: shape %v has an empty trailing dimension: its canonical folded shape has 0 lanes per row", name, t.Shape)
 	}
 	if lanes > MaxLanes {
 		return tensor.DType{}, 0, status.Errorf(status.NotSupported, "%s: shape %v with %d lanes folds to more than %d lanes per row", name, t.Shape, t.DType.Lanes, MaxLanes)
@@ -94,7 +130,7 @@ func checkSemanticLayout(label string, sem int32, dt tensor.DType, isArray bool)
 		return dt.Code == tensor.CodeUInt && dt.Bits == 64 && dt.Lanes == lanes
 	}
 	bad := func(want string) error {
-		return status.Errorf(status.InvalidArgument, "%ssemantic %d requires %s, got dtype %s (is_array=%v)", label, sem, want, dt, isArray)
+		return status.Errorf(status.InvalidArgument, "%ssemantic %s (%d) requires %s, got dtype %s (is_array=%v)", label, semanticNames[sem], sem, want, dt, isArray)
 	}
 	switch sem {
 	case SemanticTokenID, SemanticPathExpressionString:

@@ -16,19 +16,19 @@ func CapsuleDestructorAddress() (uintptr, error) { return abi.CapsuleDestructorA
 // read group is a private copy (flagged IS_COPIED): sealed data never changes.
 func ExportGroupTensor(stageID, group uint64, index int, readonly bool) (uintptr, error) {
 	return withStage(stageID, func(s *core.Stage) (uintptr, error) {
-		tv, copied, err := s.ExportView(group, index, !readonly)
+		ev, err := s.ExportView(group, index, !readonly)
 		if err != nil {
 			return 0, err
 		}
-		defer tv.Buffer.Release()
+		defer ev.Buffer.Release()
 		var flags abi.Flags
 		if readonly {
 			flags |= abi.ReadOnly
 		}
-		if copied {
+		if ev.Copied {
 			flags |= abi.IsCopied
 		}
-		return abi.Export(tv.Buffer, tv.ByteOffset, tv.DType, tv.Rows, tv.DeviceType, tv.DeviceID, flags)
+		return abi.Export(ev.TensorView, ev.Semantic, flags)
 	})
 }
 

@@ -68,7 +68,7 @@ func (d *Dictionary) notFound(h uint64, want kind) error {
 	msg := "Token " + itoa(h) + " was not found"
 	switch want {
 	case kindPath:
-		msg = "Path " + itoa(h) + " was not found"
+		msg = "Prim path handle was not found in this dictionary: " + itoa(h)
 	case kindList:
 		msg = "Path list handle was not found: " + itoa(h)
 	}

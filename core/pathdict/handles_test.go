@@ -29,11 +29,11 @@ func TestHandlesOfAnotherDictionaryAreRefused(t *testing.T) {
 	_, err = b.TokenString(tokA)
 	assert.ErrorContains(t, err, "Token "+itoa(tokA)+" was not found (it is a token "+other+")")
 	_, err = b.PathString(pathA)
-	assert.ErrorContains(t, err, "Path "+itoa(pathA)+" was not found (it is a path "+other+")")
+	assert.ErrorContains(t, err, "Prim path handle was not found in this dictionary: "+itoa(pathA)+" (it is a path "+other+")")
 	_, err = b.PathFromTokens([]Token{tokA})
 	assert.ErrorContains(t, err, "tokens[0]: Token "+itoa(tokA)+" was not found")
 	_, err = b.CreateList([]Path{pathB, pathA})
-	assert.ErrorContains(t, err, "paths[1]: Path "+itoa(pathA)+" was not found")
+	assert.ErrorContains(t, err, "paths[1]: Prim path handle was not found in this dictionary: "+itoa(pathA))
 	assert.False(t, b.ValidPath(pathA))
 	assert.Zero(t, b.Parent(pathA))
 
@@ -66,7 +66,7 @@ func TestHandleKindsDoNotMix(t *testing.T) {
 	assert.Equal(t, tok&IndexMask, uint64(1), "the first token and the root path share an index")
 
 	_, err = d.CreateList([]Path{tok})
-	assert.ErrorContains(t, err, "paths[0]: Path "+itoa(tok)+" was not found (it is a token handle, not a path)")
+	assert.ErrorContains(t, err, "paths[0]: Prim path handle was not found in this dictionary: "+itoa(tok)+" (it is a token handle, not a path)")
 	_, err = d.CreateList([]Path{list})
 	assert.ErrorContains(t, err, "(it is a path list handle, not a path)")
 	_, err = d.PathString(tok)

@@ -28,6 +28,7 @@ from ._dlpack import (
     dltensor_to_numpy,
     make_dltensor,
     numpy_to_dldatatype,
+    typed_tensor_to_write,
 )
 from ._enums import (
     AttributeMode,
@@ -122,4 +123,5 @@ __all__ = [
     "numpy_to_dldatatype",
     "population",
     "set_log_callback",
+    "typed_tensor_to_write",
 ]

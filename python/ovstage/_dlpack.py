@@ -8,11 +8,10 @@ wraps a managed tensor exported by the Go core.
 from __future__ import annotations
 
 import ctypes
-import enum
 import math
 import operator
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -21,7 +20,10 @@ from ._guards import as_int32, as_uint
 
 __all__ = [
     "DLPACK_FLAG_BITMASK_IS_COPIED",
+    "DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED",
     "DLPACK_FLAG_BITMASK_READ_ONLY",
+    "DLPACK_MAJOR_VERSION",
+    "DLPACK_MINOR_VERSION",
     "DLDataType",
     "DLDataTypeCode",
     "DLDevice",
@@ -35,16 +37,70 @@ __all__ = [
     "dltensor_to_numpy",
     "make_dltensor",
     "numpy_to_dldatatype",
+    "typed_tensor_to_write",
 ]
+
+# The DLPack version our versioned capsules declare (the headers' version).
+DLPACK_MAJOR_VERSION = 1
+DLPACK_MINOR_VERSION = 3
 
 DLPACK_FLAG_BITMASK_READ_ONLY = 1
 DLPACK_FLAG_BITMASK_IS_COPIED = 2
+DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED = 4
 
 _MAX_LANES = 255
 
 
-class DLDeviceType(enum.IntEnum):
-    """``DLDeviceType``: where a tensor's memory lives."""
+class _CEnum:
+    """Behaviour shared by the ctypes-integer enum types below.
+
+    The class attributes are plain ``int`` constants. An instance (what a struct field of
+    this type reads as) holds one value in ``.value``; it also compares, hashes and converts
+    (``int()``, ``operator.index``) as that int, so code written for an int keeps working.
+    """
+
+    value: int
+    _names: dict[int, str]
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        cls._names = {
+            v: k for k, v in vars(cls).items() if k.startswith("kDL") and type(v) is int
+        }
+
+    @classmethod
+    def name_of(cls, value: int) -> str | None:
+        """The constant's name for ``value`` (``None`` for a value this module does not name)."""
+        return cls._names.get(int(value))
+
+    @property
+    def name(self) -> str | None:
+        return self.name_of(self.value)
+
+    def __int__(self) -> int:
+        return int(self.value)
+
+    def __index__(self) -> int:
+        return int(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _CEnum):
+            return bool(self.value == other.value)
+        if isinstance(other, int):
+            return bool(self.value == other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        name = self.name
+        return f"{type(self).__name__}.{name}" if name else f"{type(self).__name__}({self.value})"
+
+
+class DLDeviceType(_CEnum, ctypes.c_int):
+    """``DLDeviceType`` (a ``ctypes.c_int``): where a tensor's memory lives.
+    ``DLDevice.device_type`` reads as an instance: use ``.value`` (or ``int()``)."""
 
     kDLCPU = 1
     kDLCUDA = 2
@@ -64,8 +120,9 @@ class DLDeviceType(enum.IntEnum):
     kDLTrn = 18
 
 
-class DLDataTypeCode(enum.IntEnum):
-    """``DLDataTypeCode``: the type class of a tensor element."""
+class DLDataTypeCode(_CEnum, ctypes.c_uint8):
+    """``DLDataTypeCode`` (a ``ctypes.c_uint8``): the type class of a tensor element. The
+    C header also defines FP8/FP6/FP4 codes 7..17; Python names 0..6."""
 
     kDLInt = 0
     kDLUInt = 1
@@ -89,10 +146,21 @@ _STREAM_DEVICES = (DLDeviceType.kDLCUDA, DLDeviceType.kDLCUDAManaged)
 class DLDevice(ctypes.Structure):
     """``DLDevice {int32 device_type; int32 device_id}``."""
 
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+    _fields_ = [("device_type", DLDeviceType), ("device_id", ctypes.c_int32)]
 
     def __repr__(self) -> str:
         return f"DLDevice({_device_name(self.device_type)}, {self.device_id})"
+
+    def __iter__(self) -> Iterator[int]:
+        """``(device_type, device_id)`` as plain ints (so a device unpacks like a pair)."""
+        return iter((self.device_type.value, self.device_id))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (DLDevice, tuple)):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable ctypes structure
 
 
 class DLDataType(ctypes.Structure):
@@ -105,10 +173,7 @@ class DLDataType(ctypes.Structure):
     ]
 
     def __repr__(self) -> str:
-        try:
-            code: object = DLDataTypeCode(self.code).name
-        except ValueError:
-            code = self.code
+        code = DLDataTypeCode.name_of(self.code) or self.code
         return f"DLDataType({code}, bits={self.bits}, lanes={self.lanes})"
 
     def __eq__(self, other: object) -> bool:
@@ -183,6 +248,8 @@ class DLTensor(ctypes.Structure):
         deleter = managed.deleter
         _capsule_set_name(capsule, _USED_LEGACY_NAME)
         tensor._keepalive = obj
+        # Re-descriptions of the tensor (shape, lanes) must stay inside what the producer showed.
+        tensor._backing_nbytes = tensor.byte_offset + _described_nbytes(tensor)
         # A legacy capsule cannot say "read-only"; our own read-only exports are kept so.
         tensor._read_only = isinstance(obj, ManagedDLTensor) and obj.readonly
         weakref.finalize(tensor, _run_deleter, deleter, managed_addr, obj)
@@ -201,7 +268,7 @@ class DLTensor(ctypes.Structure):
         strides = _int64_array(src.strides[i] for i in range(ndim)) if src.strides else None
         tensor = cls(
             data=src.data,
-            device=DLDevice(src.device.device_type, src.device.device_id),
+            device=DLDevice(src.device.device_type.value, src.device.device_id),
             ndim=ndim,
             dtype=DLDataType(src.dtype.code, src.dtype.bits, src.dtype.lanes),
             shape=shape,
@@ -282,7 +349,7 @@ def private_dltensor(src: DLTensor) -> DLTensor:
     shape_values = shape_ptr[:dims] if dims and shape_ptr else None
     stride_values = strides_ptr[:dims] if dims and strides_ptr else None
     data, byte_offset, device, dtype = src.data, src.byte_offset, src.device, src.dtype
-    device_type, device_id = device.device_type, device.device_id
+    device_type, device_id = device.device_type.value, device.device_id
     code, bits, lanes = dtype.code, dtype.bits, dtype.lanes
     shape = None if shape_values is None else _int64_array(shape_values)
     strides = None if stride_values is None else _int64_array(stride_values)
@@ -312,19 +379,12 @@ def _run_deleter(deleter: int | None, managed_addr: int, producer: object) -> No
 
 
 def _device_name(device_type: int) -> str:
-    try:
-        return DLDeviceType(device_type).name
-    except ValueError:
-        return str(device_type)
+    return DLDeviceType.name_of(device_type) or str(int(device_type))
 
 
 def _device_tuple(device: DLDevice) -> tuple[int, int]:
-    """``(device_type, device_id)``, with the type as a ``DLDeviceType`` when known."""
-    try:
-        device_type: int = DLDeviceType(device.device_type)
-    except ValueError:
-        device_type = device.device_type
-    return (device_type, device.device_id)
+    """``(device_type, device_id)`` as plain ints."""
+    return (device.device_type.value, device.device_id)
 
 
 def _producer_device(obj: Any) -> int:
@@ -343,6 +403,17 @@ def _int64_array(values: Any) -> ctypes.Array[ctypes.c_int64]:
 def _check_lanes(lanes: int) -> None:
     if not 1 <= lanes <= _MAX_LANES:
         raise ValueError(f"dtype lanes must be in 1..{_MAX_LANES}, got {lanes}")
+
+
+def _described_nbytes(tensor: DLTensor) -> int:
+    """Bytes from the first element to the end of the last one that ``tensor`` describes (0
+    when it has no elements; negative strides reach before the first and are not counted)."""
+    dims = tensor.shape_tuple
+    if 0 in dims:
+        return 0
+    strides = tensor.strides_tuple or _compact_strides(dims)
+    highest = sum(max(0, (d - 1) * st) for d, st in zip(dims, strides, strict=True))
+    return -(-(highest + 1) * tensor.dtype.bits * tensor.dtype.lanes // 8)
 
 
 def _compact_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -394,7 +465,9 @@ def _as_dldatatype(dtype: Any) -> DLDataType:
     if isinstance(dtype, DLDataType):
         _check_lanes(dtype.lanes)
         if dtype.bits == 0:
-            raise ValueError("dtype bits must be positive")
+            raise ValueError(
+                f"a dtype override needs positive source and requested bit widths, got {dtype!r}"
+            )
         return DLDataType(dtype.code, dtype.bits, dtype.lanes)
     return numpy_to_dldatatype(dtype)
 
@@ -416,6 +489,8 @@ def numpy_to_dldatatype(np_dtype: Any, lanes: int = 1) -> DLDataType:
     Anything else, a non-native byte order, or lanes outside 1..255 raise
     ``ValueError``.
     """
+    if np_dtype is None:  # np.dtype(None) would silently mean float64
+        raise ValueError("np_dtype must be a numpy dtype, got None")
     lanes = as_uint(lanes, "lanes", 16)
     _check_lanes(lanes)
     try:
@@ -577,7 +652,7 @@ def _folded_tensor(
 ) -> DLTensor:
     """Apply the only override allowed on a producer: fold trailing dims into lanes."""
     requested = (as_int32(device_type, "device_type"), as_int32(device_id, "device_id"))
-    actual = (source.device.device_type, source.device.device_id)
+    actual = (source.device.device_type.value, source.device.device_id)
     if requested not in ((DLDeviceType.kDLCPU, 0), actual):
         raise ValueError(f"cannot move a DLPack tensor on {actual} to device {requested}")
     if dtype is None and shape is None and ndim is None and strides is None:
@@ -665,21 +740,33 @@ def dltensor_to_numpy(tensor: DLTensor, *, readonly: bool = False) -> np.ndarray
     """
     if not isinstance(tensor, DLTensor):
         raise TypeError(f"tensor must be a DLTensor, got {type(tensor).__name__}")
-    if tensor.device.device_type not in _HOST_DEVICES:
-        where = _device_name(tensor.device.device_type)
+    if tensor.device.device_type.value not in _HOST_DEVICES:
+        where = _device_name(tensor.device.device_type.value)
         raise NotImplementedError(f"numpy views need host memory; tensor is on {where}")
+    # The field is a uint16: a lanes value set above 65535 has already wrapped, and any
+    # value outside the transport range is refused rather than decoded.
+    _check_lanes(tensor.dtype.lanes)
     np_dtype = _numpy_dtype(tensor.dtype)
+    if tensor.ndim < 0 or (tensor.ndim > 0 and not tensor.shape):
+        raise ValueError(f"tensor has ndim {tensor.ndim} and no usable shape")
     if not _is_compact(tensor):
         raise ValueError(f"tensor is not compact row-major (strides {tensor.strides_tuple})")
-    count = math.prod(tensor.shape_tuple) * tensor.dtype.lanes
+    dims = tensor.shape_tuple
+    if any(d < 0 for d in dims):
+        raise ValueError(f"tensor shape {dims} has a negative dimension")
+    count = math.prod(dims) * tensor.dtype.lanes
     nbytes = count * np_dtype.itemsize
     backing = getattr(tensor, "_backing_nbytes", None)
     if backing is not None and tensor.byte_offset + nbytes > backing:
-        raise ValueError(f"tensor describes {nbytes} bytes but its buffer holds {backing}")
+        raise ValueError(
+            f"tensor describes {nbytes} bytes at byte offset {tensor.byte_offset} but its "
+            f"backing buffer holds {backing}"
+        )
     if count == 0:
-        result = np.empty(0, dtype=np_dtype)
-        result.flags.writeable = not readonly
-        return result
+        if readonly:
+            # Backed by immutable bytes: WRITEABLE cannot be turned back on.
+            return np.frombuffer(b"", dtype=np_dtype)
+        return np.empty(0, dtype=np_dtype)
     if not tensor.data:
         raise ValueError("tensor data pointer is NULL")
     buffer = (ctypes.c_char * nbytes).from_address(tensor.data + tensor.byte_offset)
@@ -851,9 +938,11 @@ class ManagedDLTensor:
         return self._tensor.data or 0
 
     @property
-    def device(self) -> tuple[int, int]:
-        """``(device_type, device_id)``."""
-        return _device_tuple(self._tensor.device)
+    def device(self) -> DLDevice:
+        """The tensor's ``DLDevice`` (a copy; it unpacks and compares like the
+        ``(device_type, device_id)`` pair)."""
+        device = self._tensor.device
+        return DLDevice(device.device_type.value, device.device_id)
 
     @property
     def readonly(self) -> bool:
@@ -866,8 +955,8 @@ class ManagedDLTensor:
         raw ``uint16`` bits (a view, read-only if the export is); a dtype numpy cannot hold at
         all (float8, int4 ...) raises ``ValueError`` naming it."""
         raw = self._tensor
-        if raw.device.device_type not in _HOST_DEVICES:
-            where = _device_name(raw.device.device_type)
+        if raw.device.device_type.value not in _HOST_DEVICES:
+            where = _device_name(raw.device.device_type.value)
             raise NotImplementedError(f"numpy views need host memory; tensor is on {where}")
         if (raw.dtype.code, raw.dtype.bits) not in _DL_TO_NUMPY:
             raise ValueError(f"numpy has no dtype for this tensor's {raw.dtype!r}")
@@ -881,7 +970,8 @@ class ManagedDLTensor:
         return bits.reshape(raw.shape_tuple + ((lanes,) if lanes > 1 else ()))
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return self.device
+        """``(device_type, device_id)`` as plain ints."""
+        return _device_tuple(self._tensor.device)
 
     def __dlpack__(
         self,
@@ -903,7 +993,7 @@ class ManagedDLTensor:
             raise BufferError("ManagedDLTensor exports views only (copy=True is not supported)")
         if dl_device is not None:
             self._check_device(dl_device)
-        if self._exporter is not None and self._tensor.device.device_type in _STREAM_DEVICES:
+        if self._exporter is not None and self._tensor.device.device_type.value in _STREAM_DEVICES:
             handle = dlpack_cuda_stream(stream)
             if handle is not None:
                 self._exporter.stream_wait(self._native_addr, handle)
@@ -932,7 +1022,7 @@ class ManagedDLTensor:
             raise TypeError(
                 f"dl_device must be a (device_type, device_id) pair, got {dl_device!r}"
             ) from None
-        if requested != tuple(self.device):
+        if requested != self.__dlpack_device__():
             raise BufferError(f"cannot export a tensor on {self.device} to device {requested}")
 
     def _export_plain(self, versioned: bool) -> int:
@@ -948,7 +1038,7 @@ class ManagedDLTensor:
         strides_arr = _int64_array(steps)
         dl = DLTensor(
             data=raw.data,
-            device=DLDevice(raw.device.device_type, raw.device.device_id),
+            device=DLDevice(raw.device.device_type.value, raw.device.device_id),
             ndim=len(dims),
             dtype=DLDataType(raw.dtype.code, raw.dtype.bits, 1),
             shape=shape_arr,
@@ -959,7 +1049,7 @@ class ManagedDLTensor:
         if versioned:
             flags = DLPACK_FLAG_BITMASK_READ_ONLY if self._readonly else 0
             managed = DLManagedTensorVersioned(
-                version=DLPackVersion(1, 0),
+                version=DLPackVersion(DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION),
                 deleter=_PLAIN_DELETER_ADDR,
                 flags=flags,
                 dl_tensor=dl,
@@ -978,11 +1068,83 @@ class ManagedDLTensor:
 
 
 def _wants_versioned(max_version: object) -> bool:
-    """Tell whether the consumer accepts a DLPack >= 1.0 (versioned) capsule."""
+    """Tell whether the consumer accepts our versioned capsule: a ``max_version`` of major 1
+    (any minor). Without one, or for another major version, the legacy capsule is exported."""
     if max_version is None:
         return False
     try:
         major = operator.index(max_version[0])  # type: ignore[index]
+        operator.index(max_version[1])  # type: ignore[index]
     except (TypeError, IndexError):
         raise TypeError(f"max_version must be a (major, minor) pair, got {max_version!r}") from None
-    return major >= 1
+    return major == DLPACK_MAJOR_VERSION
+
+
+# ------------------------------------------------------------------------------
+# typed_tensor_to_write
+
+
+def typed_tensor_to_write(tensor: DLTensor) -> DLTensor:
+    """Describe a typed read/map tensor in the lane layout writes take, without copying.
+
+    A group tensor has scalar lanes and component axes (``(N, 3)``, ``(N, 4, 4)``); a write
+    takes ``(N,)`` with the components in ``lanes`` (3, 16), which matters for ragged writes:
+    they take ``lanes`` literally. The trailing axes (at most 255 components) must be compact;
+    the row stride must be a non-negative multiple of their product and becomes the stride in
+    lane elements (0 keeps a broadcast). Anything else raises ``ValueError``.
+
+    The result shares ``tensor``'s data, device, code, bits and byte offset and keeps
+    ``tensor`` alive (``_source``) with its own two-entry shape/stride array
+    (``_layout_storage``). Write it back with the column's semantic and ``is_array``.
+    """
+    if not isinstance(tensor, DLTensor):
+        raise TypeError(f"tensor must be a DLTensor, got {type(tensor).__name__}")
+    ndim = tensor.ndim
+    if not tensor.shape:
+        raise ValueError("typed_tensor_to_write: tensor shape is NULL")
+    if tensor.dtype.lanes != 1:
+        raise ValueError(f"typed_tensor_to_write: dtype lanes must be 1, got {tensor.dtype.lanes}")
+    if not 1 <= ndim <= 3:
+        raise ValueError(f"typed_tensor_to_write: ndim must be in 1..3, got {ndim}")
+    rows = tensor.shape[0]
+    if rows < 0:
+        raise ValueError(f"typed_tensor_to_write: shape[0] must be non-negative, got {rows}")
+    strides = tensor.strides
+    components = 1
+    for axis in range(ndim - 1, 0, -1):
+        extent = tensor.shape[axis]
+        if not 1 <= extent <= _MAX_LANES // components:
+            raise ValueError(
+                f"typed_tensor_to_write: shape[{axis}] = {extent} does not fold into at most "
+                f"{_MAX_LANES} lanes"
+            )
+        if strides and strides[axis] != components:
+            raise ValueError(
+                f"typed_tensor_to_write: strides[{axis}] = {strides[axis]} is not compact "
+                f"(expected {components})"
+            )
+        components *= extent
+    row_stride = strides[0] if strides else components
+    if row_stride < 0 or row_stride % components:
+        raise ValueError(
+            f"typed_tensor_to_write: row stride {row_stride} is not a non-negative multiple "
+            f"of {components} components"
+        )
+    layout = (ctypes.c_int64 * 2)(rows, row_stride // components)
+    result = DLTensor(
+        data=tensor.data,
+        device=DLDevice(tensor.device.device_type.value, tensor.device.device_id),
+        ndim=1,
+        dtype=DLDataType(tensor.dtype.code, tensor.dtype.bits, components),
+        shape=ctypes.cast(layout, ctypes.POINTER(ctypes.c_int64)),
+        strides=ctypes.cast(ctypes.byref(layout, 8), ctypes.POINTER(ctypes.c_int64)),
+        byte_offset=tensor.byte_offset,
+    )
+    result._source = tensor
+    result._layout_storage = layout
+    # A tensor of sealed data stays read-only through the new description.
+    result._read_only = getattr(tensor, "_read_only", False)
+    backing = getattr(tensor, "_backing_nbytes", None)
+    if backing is not None:
+        result._backing_nbytes = backing
+    return result

@@ -23,10 +23,8 @@ __all__ = ["AttributeMeta", "MapGroup", "MapGroupRaw", "ReadGroup", "ReadGroupRa
 def _device_label(device_type: int, device_id: int) -> str:
     if device_type == DLDeviceType.kDLCUDA:
         return f"cuda:{device_id}"
-    try:
-        return f"{DLDeviceType(device_type).name}:{device_id}"
-    except ValueError:
-        return f"device type {device_type}:{device_id}"
+    name = DLDeviceType.name_of(device_type)
+    return f"{name}:{device_id}" if name else f"device type {device_type}:{device_id}"
 
 
 class AttributeMeta:
@@ -123,15 +121,20 @@ class _GroupBase:
         return bool(self._check().data.index_map)
 
     def data_row_index(self, local: int) -> int:
-        """Data row (tensor index for arrays) of logical element ``local``."""
+        """Data row (tensor index for arrays) of logical element ``local``: ``local`` itself
+        when the group has no data index map."""
         local = as_index(local, "local")
         data = self._check().data
+        if not data.index_map:
+            return local
         if not 0 <= local < data.count:
             raise IndexError(f"logical element {local} is outside [0, {data.count})")
         return int(data.index_map[local])
 
     def tensor(self, i: int) -> DLTensor:
-        """Raw ``DLTensor`` ``i`` (valid until release; copy what you keep)."""
+        """Raw ``DLTensor`` ``i`` in the typed layout: scalar lanes and component axes, e.g.
+        ``(N,)``, ``(N, 3)``, ``(N, 4, 4)`` for a MATRIX column (valid until release; copy
+        what you keep). ``typed_tensor_to_write`` turns it back into a write's lane layout."""
         i = as_index(i, "tensor index")
         data = self._check().data
         if not 0 <= i < data.tensor_count:
@@ -156,18 +159,20 @@ class _GroupBase:
         return ManagedDLTensor._from_native(addr, flag, exporter)
 
     def array(self, i: int = 0) -> np.ndarray:
-        """Flat numpy view of tensor ``i`` (``prod(shape) * lanes`` values); CPU tensors only.
-        bfloat16 comes back as its raw ``uint16`` bits (numpy has no bfloat16)."""
+        """Zero-copy numpy view of tensor ``i`` in its typed shape (``tensor(i)`` shape, e.g.
+        ``(N, 3)``; ``view.reshape(-1)`` for flat indexing); CPU tensors only. bfloat16 comes
+        back as its raw ``uint16`` bits (numpy has no bfloat16)."""
         self._require_host(i)
-        return self.dlpack(i).numpy().reshape(-1)
+        return self.dlpack(i).numpy()
 
     def _require_host(self, i: int) -> None:
         """Raise ``NotImplementedError`` unless tensor ``i`` is host memory (GPU columns)."""
         device = self.tensor(i).device
-        if device.device_type != DLDeviceType.kDLCPU:
+        device_type = device.device_type.value
+        if device_type != DLDeviceType.kDLCPU:
             raise NotImplementedError(
                 f"array() views host memory; tensor {i} is on "
-                f"{_device_label(device.device_type, device.device_id)}: use dlpack({i}) with "
+                f"{_device_label(device_type, device.device_id)}: use dlpack({i}) with "
                 "torch.from_dlpack or cupy.from_dlpack"
             )
 
@@ -257,14 +262,15 @@ class ReadGroup(_GroupBase):
         return int(self._check().semantic)
 
     def array(self, i: int = 0) -> np.ndarray:
-        """Read-only flat numpy view of tensor ``i`` (``prod(shape) * lanes`` values); a
-        bfloat16 tensor comes back as its raw ``uint16`` bits (numpy has no bfloat16).
+        """Read-only zero-copy numpy view of tensor ``i`` in its typed shape (e.g. ``(N, 3)``,
+        ``(N, 4, 4)``; ``view.reshape(-1)`` for flat indexing); a bfloat16 tensor comes back
+        as its raw ``uint16`` bits (numpy has no bfloat16).
 
         CPU tensors only: a tensor of a GPU column raises ``NotImplementedError`` (use
         ``dlpack(i)`` with ``torch.from_dlpack`` / ``cupy.from_dlpack``).
         """
         self._require_host(i)
-        return self.dlpack(i, readonly=True).numpy().reshape(-1)
+        return self.dlpack(i, readonly=True).numpy()
 
     def __repr__(self) -> str:
         if self._released:

@@ -101,19 +101,19 @@ class OrdinalRange:
         """Keys with a change in ``[start, end]`` (inclusive)."""
         return cls(end_ordinal, start_ordinal)
 
-    def to_c(self) -> tuple[int, int, bool]:
-        """Validated ``(start, end, has_start)``."""
+    def to_c(self) -> OrdinalRangeRaw:
+        """The range, validated again, as a new ``ovstage_ordinal_range_t`` struct."""
         end = as_uint64(self.end_ordinal, "end_ordinal")
         if self.start_ordinal is None:
-            return 0, end, False
+            return OrdinalRangeRaw(0, end, False)
         start = as_uint64(self.start_ordinal, "start_ordinal")
         if start > end:
             raise ValueError(f"start_ordinal {start} is after end_ordinal {end}")
-        return start, end, True
+        return OrdinalRangeRaw(start, end, True)
 
     def _raw(self) -> OrdinalRangeRaw:
         """The validated range as an ``ovstage_ordinal_range_t``."""
-        return OrdinalRangeRaw(*self.to_c())
+        return self.to_c()
 
 
 def _handle_of(obj: Any, cls: type, name: str) -> int:

@@ -121,7 +121,7 @@ int main(int argc, char** argv)
         if (g.data.tensor_count == 1) {
             const DLTensor* rt = &g.data.tensors[0];
             CHECK(rt->device.device_type == kDLCUDA && rt->device.device_id == 0);
-            CHECK(rt->shape[0] == 2 && rt->dtype.lanes == 3);
+            CHECK(rt->ndim == 2 && rt->shape[0] == 2 && rt->shape[1] == 3 && rt->dtype.lanes == 1);
             CHECK(rt->data != (void*)values);
             CHECK(memcmp(rt->data, values, sizeof values) == 0); /* fake device memory is host memory */
         }

@@ -784,9 +784,11 @@ static void test_write_read_round_trip(void)
     CHECK(g.meta.attribute_write_floor_ordinal == 2);
     if (g.data.tensor_count == 1) {
         const DLTensor* rt = &g.data.tensors[0];
-        CHECK(rt->device.device_type == kDLCPU && rt->ndim == 1 && rt->shape[0] == 3);
-        CHECK(rt->dtype.code == kDLFloat && rt->dtype.bits == 32 && rt->dtype.lanes == 3);
-        CHECK(rt->strides != NULL && rt->strides[0] == 1);
+        /* Typed layout: scalar lanes, the tuple as a component axis, explicit strides. */
+        CHECK(rt->device.device_type == kDLCPU && rt->ndim == 2 && rt->shape[0] == 3 &&
+              rt->shape[1] == 3);
+        CHECK(rt->dtype.code == kDLFloat && rt->dtype.bits == 32 && rt->dtype.lanes == 1);
+        CHECK(rt->strides != NULL && rt->strides[0] == 3 && rt->strides[1] == 1);
         CHECK(memcmp(rt->data, xyz, sizeof xyz) == 0);
         CHECK(rt->data != (void*)xyz); /* a copy owned by the stage */
     }
@@ -808,6 +810,59 @@ static void test_write_read_round_trip(void)
     CHECK_REJECTED(ovstage_release_read(s.inst, 0), OVSTAGE_ERROR_INVALID_ARGUMENT);
     CHECK_REJECTED(ovstage_release_read(s.inst, r), OVSTAGE_ERROR_INVALID_HANDLE);
 
+    release_query(&s, q);
+    release_list(&s, list);
+    destroy_stage(&s);
+}
+
+/* A MATRIX column of 16 lanes reads as [R, 4, 4] with lanes 1; ovstage_tensor_to_write turns
+ * the read tensor back into the lane layout ([R], lanes 16), which writes back unchanged. */
+static void test_typed_matrix_read_and_tensor_to_write(void)
+{
+    stage_t s = new_stage("typed matrix");
+    ovx_primpath_list_t list = list_of(&s, ABC, 3);
+    ovstage_query_handle_t q = query_of(&s, list);
+    ovx_token_t xf = token(&s, "xf");
+    float m[48];
+    int64_t shape[1], layout[2];
+    DLTensor t, back;
+    ovstage_write_data_t d;
+    ovstage_read_handle_t r = 0;
+    ovstage_read_group_t g;
+    int i;
+
+    for (i = 0; i < 48; ++i) m[i] = (float)i;
+    t = f32_tensor(m, shape, 3, 16);
+    d = data_of(&t, 1);
+    d.semantic = OVSTAGE_SEMANTIC_MATRIX;
+    WAIT_OK(&s, ovstage_write_attribute(s.inst, q, by_token(xf), 1, d, OVSTAGE_PRIM_MODE_UPSERT));
+    seal(&s, 1);
+    WAIT_OK(&s, ovstage_read_attributes(s.inst, q, &xf, 1, latest(1), &r));
+    CHECK_STATUS(ovstage_fetch_read_next(s.inst, r, OVSTAGE_TIMEOUT_INFINITE, &g), OVSTAGE_OK);
+    CHECK(g.data.tensor_count == 1);
+    if (g.data.tensor_count == 1) {
+        const DLTensor* rt = &g.data.tensors[0];
+        CHECK(rt->ndim == 3 && rt->shape[0] == 3 && rt->shape[1] == 4 && rt->shape[2] == 4);
+        CHECK(rt->dtype.lanes == 1 && rt->strides != NULL);
+        CHECK(rt->strides[0] == 16 && rt->strides[1] == 4 && rt->strides[2] == 1);
+        CHECK_STATUS(ovstage_tensor_to_write(rt, &back, layout), OVSTAGE_OK);
+        CHECK(back.ndim == 1 && back.dtype.lanes == 16 && back.shape[0] == 3 && back.strides[0] == 1);
+        d = data_of(&back, 1);
+        d.semantic = OVSTAGE_SEMANTIC_MATRIX;
+        /* Copy-on-write: the group's storage stays readable while a write replaces it. */
+        WAIT_OK(&s, ovstage_write_attribute(s.inst, q, by_token(xf), 2, d, OVSTAGE_PRIM_MODE_UPSERT));
+    }
+    CHECK_STATUS(ovstage_release_group(s.inst, &g), OVSTAGE_OK);
+    WAIT_OK(&s, ovstage_release_read(s.inst, r));
+    seal(&s, 2);
+    WAIT_OK(&s, ovstage_read_attributes(s.inst, q, &xf, 1, latest(2), &r));
+    CHECK_STATUS(ovstage_fetch_read_next(s.inst, r, OVSTAGE_TIMEOUT_INFINITE, &g), OVSTAGE_OK);
+    CHECK(g.ordinal == 2 && g.data.tensor_count == 1);
+    if (g.data.tensor_count == 1) {
+        CHECK(g.data.tensors[0].ndim == 3 && memcmp(g.data.tensors[0].data, m, sizeof m) == 0);
+    }
+    CHECK_STATUS(ovstage_release_group(s.inst, &g), OVSTAGE_OK);
+    WAIT_OK(&s, ovstage_release_read(s.inst, r));
     release_query(&s, q);
     release_list(&s, list);
     destroy_stage(&s);
@@ -2908,6 +2963,7 @@ int main(void)
     run_test("path_dictionary_slots", test_path_dictionary_slots);
     run_test("path_dictionary_per_instance", test_path_dictionary_per_instance);
     run_test("write_read_round_trip", test_write_read_round_trip);
+    run_test("typed_matrix_read_and_tensor_to_write", test_typed_matrix_read_and_tensor_to_write);
     run_test("write_attributes_batch", test_write_attributes_batch);
     run_test("sparse_writes", test_sparse_writes);
     run_test("managed_tensors", test_managed_tensors);

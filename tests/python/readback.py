@@ -63,13 +63,23 @@ def copy_group(dictionary: ovstage.PathDictionary, group: ovstage.ReadGroup) -> 
     for local, path in enumerate(prims):
         row = group.data_row_index(local) if group.has_data_index_map else local
         if fixed is not None:
-            out.values[path] = fixed[row].tolist()
-            dtype = group.tensor(0).dtype
+            value = fixed[row]
+            # A tuple row (its component axes, e.g. (3,) or (4, 4)) as one flat list.
+            out.values[path] = value.reshape(-1).tolist() if value.ndim else value.tolist()
+            tensor = group.tensor(0)
         else:
-            out.values[path] = group.array(row).tolist()
-            dtype = group.tensor(row).dtype
-        out.dtypes[path] = (int(dtype.code), int(dtype.bits), int(dtype.lanes))
+            out.values[path] = group.array(row).reshape(-1).tolist()
+            tensor = group.tensor(row)
+        out.dtypes[path] = stored_dtype(tensor)
     return out
+
+
+def stored_dtype(tensor: ovstage.DLTensor) -> tuple[int, int, int]:
+    """``(code, bits, lanes)`` of the column a typed group tensor shows: its component axes
+    (everything after the row or element axis) are the stored tuple width."""
+    dtype = tensor.dtype
+    width = int(np.prod(tensor.shape_tuple[1:], dtype=np.int64)) * int(dtype.lanes)
+    return (int(dtype.code), int(dtype.bits), width)
 
 
 def read_groups(

@@ -415,7 +415,7 @@ def test_a_large_write_keeps_its_source_alive_until_the_op_completes(stage, make
     with stage.read_attributes(query, ["big"], OrdinalRange.latest(1)) as read:
         for group in read.groups():
             with group:
-                data = group.array(0)
+                data = group.array(0).reshape(-1)
                 assert data.tolist() == np.arange(rows * 128, dtype=np.float32).tolist()
 
 

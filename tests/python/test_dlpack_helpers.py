@@ -131,14 +131,22 @@ def test_struct_layouts_match_the_dlpack_abi() -> None:
     assert (DLPACK_FLAG_BITMASK_READ_ONLY, DLPACK_FLAG_BITMASK_IS_COPIED) == (1, 2)
 
 
+def _constants(cls: type) -> dict[str, int]:
+    return {k: v for k, v in vars(cls).items() if k.startswith("kDL")}
+
+
 def test_enum_values() -> None:
-    assert {m.name: m.value for m in DLDeviceType} == {
+    # 0.3.0: ctypes integer types whose class attributes are the plain int constants.
+    assert issubclass(DLDeviceType, ctypes.c_int)
+    assert issubclass(DLDataTypeCode, ctypes.c_uint8)
+    assert all(type(v) is int for v in _constants(DLDeviceType).values())
+    assert _constants(DLDeviceType) == {
         "kDLCPU": 1, "kDLCUDA": 2, "kDLCUDAHost": 3, "kDLOpenCL": 4, "kDLVulkan": 7,
         "kDLMetal": 8, "kDLVPI": 9, "kDLROCM": 10, "kDLROCMHost": 11, "kDLExtDev": 12,
         "kDLCUDAManaged": 13, "kDLOneAPI": 14, "kDLWebGPU": 15, "kDLHexagon": 16,
         "kDLMAIA": 17, "kDLTrn": 18,
     }  # fmt: skip
-    assert [(m.name, m.value) for m in DLDataTypeCode] == [
+    assert list(_constants(DLDataTypeCode).items()) == [
         ("kDLInt", 0), ("kDLUInt", 1), ("kDLFloat", 2), ("kDLOpaqueHandle", 3),
         ("kDLBfloat", 4), ("kDLComplex", 5), ("kDLBool", 6),
     ]  # fmt: skip

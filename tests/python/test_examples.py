@@ -114,6 +114,10 @@ def test_write_flavors_example_output(write_flavors_run) -> None:
         "  temperature [20.0, 21.0, 22.0, 23.0]",
         "  position    [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0], [9.0, 10.0, 11.0]]",
         "  label       ['alpha', 'b', '', 'delta']",
+        # Typed reads: scalar lanes plus component axes.
+        "  temperature reads as [(4,)]",
+        "  position reads as [(4, 3)]",
+        "  xform reads as [(4, 4, 4)]",
         # A <- row 1, B <- row 1, C <- row 0, D untouched.
         "index_map [1, 1, 0] at ordinal 2",
         "  temperature [200.0, 200.0, 100.0, 23.0]",
@@ -126,6 +130,7 @@ def test_write_flavors_example_output(write_flavors_run) -> None:
         "ragged arrays at ordinal 5",
         "  weights     [[0, 1], [2, 3], [4, 5], [6, 7]]",
         "  samples     [[20, 21], [30, 31, 32], [10], []]",
+        "  samples rows read as [(2,), (3,), (1,), (0,)]",
         "CPU ahead: submitted 5 ops for ordinals 6..9, drained 5",
         "  temperature [90.0, 90.0, 90.0, 90.0]",
     ]

@@ -197,19 +197,19 @@ def test_new_column_without_dtype_fails_inside_a_with_block(stage, abc) -> None:
     assert mapped.released
 
 
-def test_new_float3_column_is_lane_canonical(stage, abc, paths) -> None:
+def test_new_float3_column_maps_in_the_typed_layout(stage, abc, paths) -> None:
     with stage.map_attribute(
         abc, "velocity", 2, dtype=FLOAT32X3, semantic=AttributeSemantic.VECTOR
     ) as mapped:
         group = mapped.fetch_next()
         tensor = group.tensor(0)
-        assert (tensor.ndim, tensor.shape[0]) == (1, 3)
-        assert (tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes) == (2, 32, 3)
-        flat = group.array(0)
-        assert flat.shape == (9,)
-        assert flat.tolist() == [0.0] * 9  # no value yet: zero-filled
+        assert (tensor.ndim, tensor.shape_tuple) == (2, (3, 3))
+        assert (tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes) == (2, 32, 1)
+        view = group.array(0)
+        assert view.shape == (3, 3)
+        assert view.reshape(-1).tolist() == [0.0] * 9  # no value yet: zero-filled
         assert np.from_dlpack(group.dlpack(0)).shape == (3, 3)
-        flat[:] = np.arange(9)
+        view[:] = np.arange(9).reshape(3, 3)
     stage.advance_write_floor(2).wait()
     groups = read_groups(stage, abc, ["velocity"], OrdinalRange.latest(2))
     assert len(groups) == 1
@@ -218,16 +218,17 @@ def test_new_float3_column_is_lane_canonical(stage, abc, paths) -> None:
     assert groups[0].raw_semantic == AttributeSemantic.VECTOR
 
 
-def test_new_matrix_column_exports_sixteen_lanes(stage, abc) -> None:
+def test_new_matrix_column_exports_four_by_four_matrices(stage, abc) -> None:
     matrix = DLDataType(DLDataTypeCode.kDLFloat, 64, 16)
     with stage.map_attribute(
         abc, "xform", 2, dtype=matrix, semantic=AttributeSemantic.MATRIX
     ) as mapped:
         group = mapped.fetch_next()
-        assert group.tensor(0).dtype.lanes == 16
+        assert group.tensor(0).dtype.lanes == 1
+        assert group.tensor(0).shape_tuple == (3, 4, 4)
         rows = np.from_dlpack(group.dlpack(0))
-        assert rows.shape == (3, 16)
-        rows[:] = np.tile(np.eye(4).ravel(), (3, 1))
+        assert rows.shape == (3, 4, 4)
+        rows[:] = np.eye(4)
     stage.advance_write_floor(2).wait()
     values = latest(stage, abc, "xform", 2)
     assert values == dict.fromkeys(ABC, np.eye(4).ravel().tolist())

@@ -307,7 +307,14 @@ class StageMachine(RuleBasedStateMachine):
             result.tombs.update((name, p) for p in prims)
             return
         assert group.tensor_count == 1
-        assert group.tensor(0).dtype.lanes == attr.lanes
+        tensor = group.tensor(0)  # typed layout: the stored tuple is an axis, lanes 1
+        assert tensor.dtype.lanes == 1
+        side = {4: 2, 9: 3, 16: 4}.get(attr.lanes)
+        if group.semantic == S.MATRIX and side:
+            axes: tuple[int, ...] = (side, side)
+        else:
+            axes = (attr.lanes,) if attr.lanes > 1 else ()
+        assert tensor.shape_tuple[1:] == axes, (tensor.shape_tuple, attr.lanes, group.semantic)
         data = np.from_dlpack(group.dlpack(0))
         schema = (data.dtype.str, attr.lanes, group.semantic)
         want = ordinals[schema]
@@ -315,7 +322,7 @@ class StageMachine(RuleBasedStateMachine):
         for local in range(group.prim_count):
             prim = prim_paths[group.prim_index(local)]
             row = group.data_row_index(local) if group.has_data_index_map else local
-            value = tuple(float(x) for x in np.atleast_1d(data[row]))
+            value = tuple(float(x) for x in np.asarray(data[row]).reshape(-1))
             key = (name, prim, schema)
             assert result.values.get(key, value) == value, key  # a prim listed twice
             result.values[key] = value

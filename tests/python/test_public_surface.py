@@ -49,6 +49,7 @@ SPEC_ALL = [
     "make_dltensor",
     "dltensor_to_numpy",
     "numpy_to_dldatatype",
+    "typed_tensor_to_write",
     "library_version",
     "set_log_callback",
     "flush_log",

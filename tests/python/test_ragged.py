@@ -114,10 +114,10 @@ def test_packed_multi_lane_elements_keep_their_lanes(stage, abc, write_sealed) -
         with group:
             for row in range(3):
                 tensor = group.tensor(row)
-                assert tensor.dtype.lanes == 3
-                assert tensor.shape_tuple == (2,)  # two float3 elements per row
+                assert tensor.dtype.lanes == 1  # typed layout: the lanes are an axis
+                assert tensor.shape_tuple == (2, 3)  # two float3 elements per row
                 assert np.from_dlpack(group.dlpack(row)).shape == (2, 3)
-                assert group.array(row).tolist() == list(range(6 * row, 6 * row + 6))
+                assert group.array(row).reshape(-1).tolist() == list(range(6 * row, 6 * row + 6))
 
 
 def test_packed_bytes_that_do_not_split_into_whole_rows_are_rejected(stage, abc) -> None:

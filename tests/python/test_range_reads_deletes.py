@@ -137,8 +137,10 @@ def test_start_after_end_is_a_value_error() -> None:
         OrdinalRange.between(5, 4)
     with pytest.raises(ValueError):
         OrdinalRange(4, 5)
-    assert OrdinalRange.between(4, 4).to_c() == (4, 4, True)
-    assert OrdinalRange.latest(4).to_c() == (0, 4, False)
+    between, latest = OrdinalRange.between(4, 4).to_c(), OrdinalRange.latest(4).to_c()
+    assert isinstance(between, ovstage._abi.OrdinalRangeRaw)
+    assert (between.start_ordinal, between.end_ordinal, between.has_start_ordinal) == (4, 4, True)
+    assert (latest.start_ordinal, latest.end_ordinal, latest.has_start_ordinal) == (0, 4, False)
 
 
 @pytest.mark.parametrize(("start", "end"), [(-1, 2), (1, 2**64), (1.0, 2)])

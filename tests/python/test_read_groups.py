@@ -76,10 +76,11 @@ def test_prim_index_out_of_range_raises_index_error(group, local) -> None:
         group.prim_index(local)
 
 
-def test_data_row_index_without_a_data_map_raises_index_error(group) -> None:
-    assert group.data_count == 0
-    with pytest.raises(IndexError):
-        group.data_row_index(0)
+def test_data_row_index_without_a_data_map_is_the_local_index(group) -> None:
+    assert group.data_count == 0 and not group.has_data_index_map
+    assert [group.data_row_index(k) for k in range(group.prim_count)] == list(
+        range(group.prim_count)
+    )
 
 
 @pytest.mark.parametrize("accessor", ["tensor", "array", "dlpack"])

@@ -347,7 +347,8 @@ def test_255_lanes_are_accepted_and_read_back(stage, make_query, write_sealed) -
     with stage.read_attributes(query, ["wide"], OrdinalRange.latest(1)) as read:
         for group in read.groups():
             with group:
-                assert group.tensor(0).dtype.lanes == 255
+                assert group.tensor(0).dtype.lanes == 1
+                assert group.tensor(0).shape_tuple == (2, 255)  # the tuple as an axis
                 assert np.array_equal(np.from_dlpack(group.dlpack(0)), values)
 
 
@@ -367,6 +368,7 @@ def test_256_lanes_are_not_supported(stage, make_query) -> None:
 def test_trailing_dims_fold_into_lanes(
     stage, make_query, write_sealed, shape, dtype, lanes
 ) -> None:
+    # Stored lanes wide; read back typed (semantic NONE: a 16-wide tuple, not a matrix).
     query = make_query(ABC)
     values = np.arange(np.prod(shape), dtype=dtype).reshape(shape)
     write_sealed(query, "tuple", 1, values)
@@ -374,13 +376,13 @@ def test_trailing_dims_fold_into_lanes(
         for group in read.groups():
             with group:
                 raw = group.tensor(0)
-                assert raw.ndim == 1
-                assert raw.shape_tuple == (3,)
-                assert raw.dtype.lanes == lanes
+                assert raw.ndim == 2
+                assert raw.shape_tuple == (3, lanes)
+                assert raw.dtype.lanes == 1
                 exported = np.from_dlpack(group.dlpack(0))
                 assert exported.shape == (3, lanes)
                 assert np.array_equal(exported, values.reshape(3, lanes))
-                assert group.array(0).shape == (3 * lanes,)
+                assert group.array(0).shape == (3, lanes)
 
 
 def test_flat_tensor_is_not_reinterpreted_as_rows_of_lanes(stage, make_query) -> None:

@@ -140,7 +140,8 @@ def test_another_stages_tokens_and_paths_are_refused(two) -> None:
         db.token_to_string(token_a)
     with pytest.raises(OvxError, match=f"it is a path {OTHER}"):
         db.path_to_string(path_a)
-    with pytest.raises(OvxError, match=rf"paths\[1\]: Path {path_a} was not found"):
+    missing = rf"paths\[1\]: Prim path handle was not found in this dictionary: {path_a}"
+    with pytest.raises(OvxError, match=missing):
         db.create_path_list([path_b, path_a])
     assert db.token_to_string(token_b) == "World"
     assert db.path_to_string(path_b) == "/World"
@@ -188,7 +189,8 @@ def test_a_token_is_not_a_path(paths) -> None:
     token = paths.intern_token("x")
     with pytest.raises(OvxError) as info:
         paths.create_path_list([token])
-    assert info.value.message.startswith(f"paths[0]: Path {token} was not found")
+    missing = f"paths[0]: Prim path handle was not found in this dictionary: {token}"
+    assert info.value.message.startswith(missing)
     assert "it is a token handle, not a path" in info.value.message
     with pytest.raises(OvxError, match="it is a token handle, not a path"):
         paths.path_to_string(token)

@@ -446,10 +446,10 @@ def test_trailing_dims_fold_into_lanes_and_read_back_canonical(stage, make_query
         for group in read.groups():
             with group:
                 lanes = lanes_of[group.attribute]
-                tensor = group.tensor(0)
-                assert tensor.ndim == 1
-                assert tensor.shape_tuple == (2,)
-                assert tensor.dtype.lanes == lanes
+                tensor = group.tensor(0)  # typed: the stored tuple as an axis
+                assert tensor.ndim == 2
+                assert tensor.shape_tuple == (2, lanes)
+                assert tensor.dtype.lanes == 1
                 view = np.from_dlpack(group.dlpack(0))
                 assert view.shape == (2, lanes)
                 assert view.tolist() == expected[lanes]

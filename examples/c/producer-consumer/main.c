@@ -298,13 +298,15 @@ static ovstage_api_status_t read_at(consumer_t* c, ovstage_ordinal_t at)
         const DLTensor* t = &group.data.tensors[0];
         const float* base = (const float*)((const char*)t->data + t->byte_offset);
         int lanes = group.attribute == s->position ? 3 : 1;
-        int64_t stride = (t->strides != NULL ? t->strides[0] : 1) * lanes; /* floats per row */
+        /* Read tensors have scalar lanes; a float3 column is [R, 3] with strides [3, 1]. */
+        int64_t width = t->ndim > 1 ? t->shape[1] : 1;
+        int64_t stride = t->strides != NULL ? t->strides[0] : width; /* floats per row */
         /* Prims and rows are mapped as in examples/c/minimal. */
         for (k = 0; k < group.prims.count; ++k) {
             uint32_t entry = group.prims.index_map ? group.prims.index_map[k] : group.prims.offset + k;
             uint32_t prim = sensor_of(s, group.prims.list, entry);
             const float* row = base + (group.data.index_map ? group.data.index_map[k] : k) * stride;
-            if (prim >= SENSORS || t->dtype.lanes != lanes) {
+            if (prim >= SENSORS || t->dtype.lanes != 1 || width != lanes) {
                 c->inconsistent = true;
             } else if (lanes == 1) {
                 c->final_temperature[prim] = row[0];

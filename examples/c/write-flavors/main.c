@@ -121,9 +121,9 @@ static size_t prim_index(const example_t* ex, ovx_primpath_list_t list, uint32_t
 }
 
 /*
- * The floats of row `row` of a float32 group tensor, `*width` of them. Handles both layouts a
- * tuple column can come in: 1-D with the tuple in dtype.lanes (this library) or [R, 3] with
- * lanes 1 (the typed layout of the reference).
+ * The floats of row `row` of a float32 group tensor, `*width` of them. Read tensors use the
+ * typed layout (a float3 column is [R, 3], lanes 1, strides [3, 1]); a tensor with the tuple
+ * in dtype.lanes (the layout writes take) is handled the same way.
  */
 static const float* row_of(const DLTensor* t, uint32_t row, int64_t* width)
 {

@@ -1,5 +1,8 @@
 """Write flavors: a batch write, sparse writes, ragged arrays and the CPU-ahead pattern.
 
+Reads hand out typed tensors: scalar lanes plus component axes, so a float3 column reads as
+(N, 3) and a MATRIX column as (N, 4, 4); writes take that form or the tuple in lanes.
+
 Every write names an ordinal; a read sees it once the write floor is advanced past it (sealing).
 Writes are asynchronous enqueues returning an Operation; the payload is copied before the call
 returns, so buffers can be reused at once.
@@ -36,6 +39,19 @@ def read_latest(stage: ovstage.Stage, query: ovstage.Query, attribute: str, ordi
     return [found.get(path) for path in PRIMS]
 
 
+def typed_shapes(
+    stage: ovstage.Stage, query: ovstage.Query, attribute: str, ordinal: int
+) -> list[tuple[int, ...]]:
+    """The shapes a read hands out: scalar lanes plus component axes ((N, 3), (N, 4, 4)),
+    one tensor per prim for ragged columns."""
+    with stage.read_attributes(query, [attribute], OrdinalRange.latest(ordinal)) as read:
+        shapes = []
+        for group in read.groups():
+            with group:
+                shapes += [group.array(i).shape for i in range(group.tensor_count)]
+        return shapes
+
+
 def show(stage: ovstage.Stage, query: ovstage.Query, attribute: str, ordinal: int) -> None:
     print(f"  {attribute:<11} {read_latest(stage, query, attribute, ordinal)}")
 
@@ -64,6 +80,12 @@ def main() -> None:
                         semantic=AttributeSemantic.POINT,
                     ),
                     WriteDesc("label", labels, True, semantic=AttributeSemantic.STRING),
+                    WriteDesc(
+                        "xform",
+                        np.stack([np.eye(4)] * 4),  # (4, 4, 4): folded to 16 lanes per prim
+                        False,
+                        semantic=AttributeSemantic.MATRIX,
+                    ),
                 ],
                 1,
             )
@@ -74,6 +96,9 @@ def main() -> None:
             show(stage, query, "position", 1)
             text = [bytes(row).decode() for row in read_latest(stage, query, "label", 1)]
             print(f"  {'label':<11} {text}")
+            # Reads come back typed: a float3 column is (N, 3), a MATRIX column (N, 4, 4).
+            for attribute in ("temperature", "position", "xform"):
+                print(f"  {attribute} reads as {typed_shapes(stage, query, attribute, 1)}")
 
             # 2. Sparse writes. index_map gathers payload rows: element i reads row map[i].
             stage.write_attribute(
@@ -121,6 +146,7 @@ def main() -> None:
             print("ragged arrays at ordinal 5")
             show(stage, query, "weights", 5)
             show(stage, query, "samples", 5)
+            print(f"  samples rows read as {typed_shapes(stage, query, 'samples', 5)}")
 
             # 4. CPU ahead: submit several ordinals without waiting, seal the last, then drain
             # the ops with timeout=0 polls; each finished op is released by its wait().

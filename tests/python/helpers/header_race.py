@@ -99,7 +99,7 @@ def main(mode: str, seconds: float) -> None:
             with stage.read_attributes(query, ["x"], ovstage.OrdinalRange.latest(ordinal)) as rd:
                 for group in rd.groups():
                     with group:
-                        read_back.append(group.array(0).tolist())
+                        read_back.append(group.array(0).reshape(-1).tolist())
     print(
         json.dumps(
             {
