@@ -11,26 +11,10 @@ import numpy as np
 import ovstage
 import pytest
 from conftest import query_over
-from ovstage import ErrorCode, OrdinalRange, OvstageError, WriteDesc
+from ovstage import ErrorCode, OvstageError, WriteDesc
+from readback import latest
 
 F32 = np.float32
-
-
-def values(stage: ovstage.Stage, query: ovstage.Query, attr: str, end: int) -> dict[str, float]:
-    paths = ovstage.PathDictionary(stage)
-    out: dict[str, float] = {}
-    with stage.read_attributes(query, [attr], OrdinalRange.latest(end)) as read:
-        read.wait()
-        for group in read.groups():
-            with group:
-                if group.is_delete:
-                    continue
-                data = np.from_dlpack(group.dlpack(0))
-                prims = paths.get_path_strings(group.prim_list)
-                for k in range(group.prim_count):
-                    row = group.data_row_index(k) if group.has_data_index_map else k
-                    out[prims[group.prim_index(k)]] = float(data[row])
-    return out
 
 
 def refused(op: Any, code: ErrorCode, words: str) -> None:
@@ -48,7 +32,7 @@ def test_entries_must_be_write_descs(stage: ovstage.Stage, entry: Any) -> None:
         with pytest.raises(TypeError, match="writes must be a sequence of WriteDesc"):
             stage.write_attributes(q, WriteDesc("y", np.zeros(2, F32), False), 1)  # type: ignore[arg-type]
         stage.advance_write_floor(1).wait()
-        assert values(stage, q, "y", 1) == {}, "nothing was written"
+        assert latest(stage, q, "y", 1) == {}, "nothing was written"
 
 
 def test_an_empty_batch_and_a_query_without_prims_are_accepted(stage: ovstage.Stage) -> None:
@@ -56,7 +40,7 @@ def test_an_empty_batch_and_a_query_without_prims_are_accepted(stage: ovstage.St
         stage.write_attributes(q, [], 1).wait()
         stage.write_attributes(empty, [WriteDesc("x", np.zeros(0, F32), False)], 1).wait()
         stage.advance_write_floor(1).wait()
-        assert values(stage, q, "x", 1) == {}
+        assert latest(stage, q, "x", 1) == {}
 
 
 def test_one_attribute_over_disjoint_prims(stage: ovstage.Stage) -> None:
@@ -67,7 +51,7 @@ def test_one_attribute_over_disjoint_prims(stage: ovstage.Stage) -> None:
         ]
         stage.write_attributes(q, entries, 1).wait()
         stage.advance_write_floor(1).wait()
-        assert values(stage, q, "x", 1) == {"/A": 1.0, "/B": 2.0}
+        assert latest(stage, q, "x", 1) == {"/A": 1.0, "/B": 2.0}
 
 
 def test_one_cell_twice_or_two_identities_are_refused(stage: ovstage.Stage) -> None:
@@ -91,7 +75,7 @@ def test_one_cell_twice_or_two_identities_are_refused(stage: ovstage.Stage) -> N
             'descriptors for canonical attribute "z" declare incompatible column identities',
         )
         stage.advance_write_floor(1).wait()
-        assert values(stage, q, "y", 1) == {} and values(stage, q, "z", 1) == {}
+        assert latest(stage, q, "y", 1) == {} and latest(stage, q, "z", 1) == {}
 
 
 def test_the_batch_is_admitted_as_a_whole(stage: ovstage.Stage) -> None:
@@ -105,7 +89,7 @@ def test_the_batch_is_admitted_as_a_whole(stage: ovstage.Stage) -> None:
         refused(stage.write_attributes(q, entries, 2), ErrorCode.WRITE_FLOOR_VIOLATION, "late")
         stage.write_attributes(q, entries[:1], 4).wait()
         stage.advance_write_floor(4).wait()
-        assert values(stage, q, "early", 4) == {"/A": 5.0}, "the refused batch wrote nothing"
+        assert latest(stage, q, "early", 4) == {"/A": 5.0}, "the refused batch wrote nothing"
 
 
 def test_each_entry_has_its_own_cuda_sync(stage: ovstage.Stage) -> None:

@@ -20,11 +20,11 @@ from conftest import query_over
 from ovstage import (
     ErrorCode,
     OrdinalAdmissionPolicy,
-    OrdinalRange,
     OvstageError,
     StageConfig,
     WriteDesc,
 )
+from readback import latest
 
 CONFLICT = {ErrorCode.OP_FAILED, ErrorCode.WRITE_FLOOR_VIOLATION}
 F32 = np.float32
@@ -51,22 +51,6 @@ def refusal(op: Any) -> OvstageError:
         op.wait()
     assert info.value.code in CONFLICT, info.value
     return info.value
-
-
-def latest(stage: ovstage.Stage, query: ovstage.Query, attr: str, end: int) -> dict[str, float]:
-    paths = ovstage.PathDictionary(stage)
-    out: dict[str, float] = {}
-    with stage.read_attributes(query, [attr], OrdinalRange.latest(end)) as read:
-        read.wait()
-        for group in read.groups():
-            with group:
-                if group.is_delete:
-                    continue
-                data = np.from_dlpack(group.dlpack(0))
-                prims = paths.get_path_strings(group.prim_list)
-                for k in range(group.prim_count):
-                    out[prims[group.prim_index(k)]] = float(data[k])
-    return out
 
 
 def test_the_enum_and_the_config_entry() -> None:
