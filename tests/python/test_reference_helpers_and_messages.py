@@ -204,8 +204,11 @@ def test_destroy_path_list_releases_one_reference_per_call(paths) -> None:
 
 
 def test_a_path_list_outliving_its_destroyed_dictionary_is_released_silently() -> None:
-    with ovstage.PathDictionary() as dictionary:
+    # A stage owns its dictionary: destroying the stage destroys the dictionary under the list.
+    stage = ovstage.Stage()
+    with ovstage.PathDictionary(stage) as dictionary:
         plist = dictionary.create_path_list_from_strings(["/A"])
+    stage.destroy()
     # The autouse fixture fails the test on a ResourceWarning from the finalizer.
     del plist
     gc.collect()
