@@ -260,6 +260,26 @@ def test_explicit_device_option(stage, query, fake) -> None:
         assert read_device(tensor.data, np.float32, 3) == [4.0, 5.0, 6.0]
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        np.array([6, 5, 4], np.float32)[::-1],  # negative stride
+        np.broadcast_to(np.float32(7), (3,)),  # zero stride
+    ],
+    ids=["negative-stride", "zero-stride"],
+)
+def test_a_strided_host_source_is_packed_then_placed(stage, query, fake, source) -> None:
+    # Ours packs any host strides before staging to the device (the reference refuses a zero
+    # or negative host stride in a placed write with NOT_SUPPORTED).
+    placement = ovstage.Placement(CUDA, 1)
+    stage.write_attribute(query, "t", 1, source, is_array=False, placement=placement).wait()
+    stage.advance_write_floor(1).wait()
+    with latest_group(stage, query, 1) as group:
+        tensor = group.tensor(0)
+        assert (tensor.device.device_type, tensor.device.device_id) == (CUDA, 1)
+        assert read_device(tensor.data, np.float32, 3) == source.tolist()
+
+
 def test_a_write_placed_elsewhere_refreshes_that_copy(stage, query, fake) -> None:
     """0.3.0: a placement picks which copy becomes current; it never binds the column."""
     stage.write_attribute(query, "t", 1, np.array([1, 2, 3], np.float32), is_array=False).wait()
