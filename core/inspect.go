@@ -29,3 +29,10 @@ func (s *Stage) SubtreePrimCount(root uint64) int {
 	}
 	return n
 }
+
+// Destroyed reports whether Destroy has begun (every later call on the stage fails).
+func (s *Stage) Destroyed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.destroyed
+}

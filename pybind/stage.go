@@ -3,9 +3,11 @@ package pybind
 import (
 	"fmt"
 
+	"github.com/ovstage-go/ovstage/abi"
 	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/buffer"
 	"github.com/ovstage-go/ovstage/core/pathdict"
+	"github.com/ovstage-go/ovstage/core/status"
 )
 
 // CreateStage creates a stage; workers <= 0 uses one worker per CPU.
@@ -23,21 +25,42 @@ func DestroyStage(stageID uint64) (bool, error) {
 	})
 }
 
-// WaitOp waits for an op and its chain; it returns "<status> <lowest pending> <failed ids>
-// <root cause message>" (the message last: it may contain spaces; empty without a failure).
+// WaitOp waits for an op and its chain (abi.WaitOp's rules); it returns "<status> <lowest
+// pending> <failed ids> <message>": status OK, TIMEOUT, OP_FAILED (the failed ids root cause
+// first, the root cause's text) or INVALID_ARGUMENT for an id the stage does not track (its
+// reason). The message is last: it may contain spaces. Only a stage that is gone is an error.
 func WaitOp(stageID, op, timeoutNs uint64) (string, error) {
 	return withStage(stageID, func(s *core.Stage) (string, error) {
-		res, err := s.WaitOp(op, timeoutNs)
+		res, err := abi.WaitOp(s, op, timeoutNs)
 		if err != nil {
-			return "", err
+			if status.CodeOf(err) != status.InvalidArgument {
+				return "", err
+			}
+			return fmt.Sprintf("%d 0  %s", int32(status.InvalidArgument), status.MessageOf(err)), nil
 		}
-		return fmt.Sprintf("%d %d %s %s", int32(res.Status), res.LowestPending, joinIDs(res.ErrorOpIDs), res.Message), nil
+		ids := make([]uint64, len(res.Failed))
+		message := ""
+		for i, f := range res.Failed {
+			ids[i] = f.ID
+		}
+		if len(res.Failed) > 0 {
+			message = res.Failed[0].Text
+		}
+		return fmt.Sprintf("%d %d %s %s", int32(res.Status), res.LowestPending, joinIDs(ids), message), nil
 	})
 }
 
-// ReleaseOp forgets an op id; it returns the status code (0 on success).
+// ReleaseOp stops tracking a complete op (abi.ReleaseOp's rules); it returns the status code:
+// 0, OP_FAILED for a pending op (still tracked), INVALID_HANDLE for an unknown id,
+// INVALID_ARGUMENT for 0. Only a stage that is gone is an error.
 func ReleaseOp(stageID, op uint64) (int, error) {
-	return withStage(stageID, func(s *core.Stage) (int, error) { return 0, s.ReleaseOp(op) })
+	return withStage(stageID, func(s *core.Stage) (int, error) {
+		err := abi.ReleaseOp(s, op)
+		if err != nil && s.Destroyed() {
+			return 0, err
+		}
+		return int(status.CodeOf(err)), nil
+	})
 }
 
 // DetachOp says nobody will wait for an op any more: its id is forgotten once the op

@@ -279,7 +279,9 @@ class Stage(_HierarchyMixin):
     def wait_op(self, op_id: int, timeout: int = TIMEOUT_INFINITE) -> tuple[int, list[int], int]:
         """Raw wait: ``(code, error_op_ids, lowest_pending_op_id)``; no raise, no release.
 
-        ``error_op_ids`` lists failed ops in the waited op's chain, root cause first.
+        ``code`` is ``OK``, ``TIMEOUT``, ``OP_FAILED`` when the op failed (``error_op_ids``
+        then lists the failed ops of its chain, root cause first) or ``INVALID_ARGUMENT`` for
+        an op id the stage does not track (0, unknown or released).
         """
         code, error_ids, lowest, _ = self._wait_op(op_id, timeout)
         return code, error_ids, lowest
@@ -315,8 +317,9 @@ class Stage(_HierarchyMixin):
         return self.wait_op(op_id, timeout)[0]
 
     def release_op(self, op_id: int) -> int:
-        """Forget an op id (returns the status; raises for unknown ids). A pending op keeps
-        running, and the stage keeps its source alive until it no longer reads it."""
+        """Stop tracking a complete op id; returns the status without raising: ``OK``,
+        ``OP_FAILED`` for a pending op (it stays tracked: wait for it first),
+        ``INVALID_HANDLE`` for an unknown or released id, ``INVALID_ARGUMENT`` for 0."""
         op = as_uint64(op_id, "op_id")
         return int(call(native.ReleaseOp, self._require_live("release_op"), op))
 
@@ -360,7 +363,9 @@ class Stage(_HierarchyMixin):
 
     def _release_op_checked(self, op_id: int) -> None:
         # Operation.wait's release: op_id is an engine-minted int (no argument checks).
-        call(native.ReleaseOp, self._require_live("release_op"), op_id)
+        code = call(native.ReleaseOp, self._require_live("release_op"), op_id)
+        if code != ErrorCode.OK:
+            raise OvstageError(code, f"release_op({op_id}) failed after a successful wait")
 
     def _release_op_quietly(self, op_id: int) -> None:
         with contextlib.suppress(OvstageError):
