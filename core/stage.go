@@ -15,9 +15,6 @@ import (
 	"github.com/ovstage-go/ovstage/core/status"
 )
 
-// Version is the compatibility version of the reference API we implement.
-var Version = [3]uint32{0, 2, 1}
-
 // TimeoutInfinite blocks a wait until completion.
 const TimeoutInfinite = ^uint64(0)
 

@@ -22,7 +22,7 @@ func TestEncodeMarksMalformedRequests(t *testing.T) {
 
 // A fetched query result is kept until it is released, exactly once.
 func TestQueryResultsAreKeptUntilReleased(t *testing.T) {
-	stage, err := CreateStage("results", 1)
+	stage, err := CreateStage("results", 1, 0)
 	require.NoError(t, err)
 	defer func() { _, _ = DestroyStage(stage) }()
 	answer, err := Query(stage, 0, 0, 0, false)

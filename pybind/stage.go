@@ -10,21 +10,6 @@ import (
 	"github.com/ovstage-go/ovstage/core/status"
 )
 
-// CreateStage creates a stage; workers <= 0 uses one worker per CPU.
-func CreateStage(name string, workers int) (uint64, error) {
-	return call(func() (uint64, error) {
-		return core.NewStage(name, core.Config{Workers: workers}).ID, nil
-	})
-}
-
-// DestroyStage waits for the stage's pending ops and releases everything it holds.
-func DestroyStage(stageID uint64) (bool, error) {
-	return withStage(stageID, func(s *core.Stage) (bool, error) {
-		s.Destroy()
-		return true, nil
-	})
-}
-
 // WaitOp waits for an op and its chain (abi.WaitOp's rules); it returns "<status> <lowest
 // pending> <failed ids> <message>": status OK, TIMEOUT, OP_FAILED (the failed ids root cause
 // first, the root cause's text) or INVALID_ARGUMENT for an id the stage does not track (its

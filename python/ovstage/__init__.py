@@ -7,9 +7,12 @@ returns an :class:`Operation` at once.
 
 from __future__ import annotations
 
+import importlib.metadata
+
 # ``gates`` (test hooks) is importable as ovstage.gates but stays out of ``__all__`` (spec §5.1).
 from . import gates as gates
 from . import instancing, population
+from ._buildinfo import BuildInfo, get_build_info, library_version
 from ._config import StageConfig
 
 # GPU extensions of ovstage-go: importable, but not in __all__ (which lists the reference API).
@@ -54,12 +57,13 @@ from ._logging import flush_log, set_log_callback
 from ._ops import Operation
 from ._pathdict import PathDictionary, PathList
 from ._query import Filter, Predicate, QueryResult
-from ._stage import OrdinalRange, Stage, WriteDesc, library_version
+from ._stage import OrdinalRange, Stage, WriteDesc
 
 try:
-    from ._version import __version__
-except ImportError:
-    __version__ = "0.2.1"
+    #: The package version (pyproject.toml): the API version it implements.
+    __version__ = importlib.metadata.version("ovstage-go")
+except importlib.metadata.PackageNotFoundError:  # a source tree on sys.path, not installed
+    __version__ = ".".join(str(part) for part in library_version())
 
 __all__ = [
     "OVSTAGE_TIMEOUT_INFINITE",
@@ -68,6 +72,7 @@ __all__ = [
     "TIMEOUT_INFINITE",
     "AttributeMeta",
     "AttributeSemantic",
+    "BuildInfo",
     "DLDataType",
     "DLDataTypeCode",
     "DLDevice",
@@ -107,6 +112,7 @@ __all__ = [
     "__version__",
     "dltensor_to_numpy",
     "flush_log",
+    "get_build_info",
     "instancing",
     "library_version",
     "make_dltensor",

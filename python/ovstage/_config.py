@@ -1,24 +1,29 @@
-"""``StageConfig`` and the process-level settings it carries (spec §3.1, §5.8).
+"""``StageConfig``: the process-level settings a ``Stage`` starts with, and ``workers``.
 
-The reference's ``Stage(config=...)`` calls ``ovstage_initialize`` and holds one process
-reference until ``destroy()``; a config that conflicts with the setting of another live
-configured stage is rejected with ``OvstageError(INVALID_ARGUMENT)``. The only process-level
-setting is the runtime-default hierarchy computation model. ``workers`` is our addition: a
-per-stage worker pool size, so it never conflicts.
+``Stage(config=...)`` first takes a process reference with the config's entries, as the C
+library's ``ovstage_initialize`` (the engine's process-lifetime rules, docs/c-api.md "Process
+lifetime and configuration"): the first reference of a lifetime sets the settings, a later
+concrete value that differs is rejected with ``OvstageError(INVALID_ARGUMENT)``, and
+``Stage.config`` reads back the entries that started the lifetime. ``workers`` is our
+addition: a per-stage worker pool size, so it never conflicts.
 
 This module is pure Python and does not need the native extension.
 """
 
 from __future__ import annotations
 
-import threading
+import ctypes
 from dataclasses import dataclass
 
+from ._abi import ConfigEntryRaw, ConfigRaw
 from ._enums import HierarchyComputationModel
-from ._errors import ErrorCode, OvstageError
 from ._guards import as_int32, as_uint
 
-__all__ = ["MAX_WORKERS", "ProcessConfig", "StageConfig", "process_config"]
+__all__ = ["MAX_WORKERS", "StageConfig", "config_from_c"]
+
+#: ``ovstage_config_key_type_t`` UINT64 and its keys (``ovstage_config_uint64_t``).
+_KEY_TYPE_UINT64 = 2
+_KEY_HIERARCHY_MODEL = 0
 
 #: Largest accepted ``StageConfig.workers``.
 MAX_WORKERS = 4096
@@ -67,45 +72,34 @@ class StageConfig:
         """The pool size to ask the engine for (0: one per CPU)."""
         return 0 if self.workers is None else int(self.workers)
 
-
-class ProcessConfig:
-    """Process references held by configured stages, and the setting they agree on."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._refs = 0
-        self._model: int | None = None
-
-    def acquire(self, config: StageConfig) -> None:
-        """Take one process reference for ``config`` (``OvstageError`` on a conflict)."""
-        model = config.model_override()
-        with self._lock:
-            if model is not None and self._model is not None and model != self._model:
-                raise OvstageError(
-                    ErrorCode.INVALID_ARGUMENT,
-                    f"runtime_default_hierarchy_computation_model {model} conflicts with "
-                    f"{self._model}, set by another live configured Stage",
-                )
-            if model is not None:
-                self._model = model
-            self._refs += 1
-
-    def release(self) -> None:
-        """Drop one process reference; the setting clears with the last one."""
-        with self._lock:
-            if self._refs == 0:
-                return
-            self._refs -= 1
-            if self._refs == 0:
-                self._model = None
-
-    def default_model(self) -> int:
-        """The hierarchy model a stage created now captures."""
-        with self._lock:
-            if self._model is not None:
-                return self._model
-        return int(HierarchyComputationModel.CPU_INCREMENTAL)
+    def to_c(self) -> ConfigRaw:
+        """The process-level entries as an ``ovstage_config_t`` (``workers`` is not one of
+        them); the struct keeps its entry array alive."""
+        entries: list[tuple[int, int, int]] = []
+        model = self.runtime_default_hierarchy_computation_model
+        if model is not None:
+            value = as_int32(model, "runtime_default_hierarchy_computation_model")
+            entries.append((_KEY_TYPE_UINT64, _KEY_HIERARCHY_MODEL, value & 0xFFFFFFFFFFFFFFFF))
+        array = (ConfigEntryRaw * max(len(entries), 1))()
+        for i, (key_type, key, value) in enumerate(entries):
+            item = array[i]
+            item.key_type, item.key = key_type, key
+            item.value.uint_value = value
+        raw = ConfigRaw(ctypes.cast(array, ctypes.POINTER(ConfigEntryRaw)), len(entries))
+        raw._keep = array  # type: ignore[attr-defined]
+        return raw
 
 
-#: The process-wide configuration state.
-process_config = ProcessConfig()
+def config_from_c(raw: ConfigRaw, workers: int | None) -> StageConfig:
+    """A ``StageConfig`` of the entries of an ``ovstage_config_t``: a UINT64 entry with key 0
+    becomes the hierarchy model; other entries are ignored, missing ones stay ``None``."""
+    model: HierarchyComputationModel | int | None = None
+    for i in range(raw.entry_count):
+        item = raw.entries[i]
+        if item.key_type == _KEY_TYPE_UINT64 and item.key == _KEY_HIERARCHY_MODEL:
+            value = ctypes.c_int32(item.value.uint_value & 0xFFFFFFFF).value
+            if value in HierarchyComputationModel._value2member_map_:
+                model = HierarchyComputationModel(value)
+            else:
+                model = value
+    return StageConfig(runtime_default_hierarchy_computation_model=model, workers=workers)

@@ -15,6 +15,7 @@ import numpy as np
 from . import _fastpath, _lib
 from ._abi import (
     AttributeWrite,
+    ConfigRaw,
     CudaSync,
     FilterRaw,
     MapDesc,
@@ -29,7 +30,8 @@ from ._abi import (
     WriteFloorDesc,
     ovx_string,
 )
-from ._config import StageConfig, process_config
+from ._buildinfo import library_version
+from ._config import StageConfig, config_from_c
 from ._cuda import parse_device
 from ._dlpack import DLDataType, DLDevice, DLTensor, make_dltensor, private_dltensor
 from ._enums import AttributeSemantic, PrimMode, Scope
@@ -58,7 +60,7 @@ from ._ops import Operation
 from ._query import Filter, Predicate, QueryResult
 from ._waits import wait_sliced
 
-__all__ = ["OrdinalRange", "Stage", "WriteDesc", "library_version"]
+__all__ = ["OrdinalRange", "Stage", "WriteDesc"]
 
 #: A handle wrapper type built by ``Stage._enqueue_handle``.
 H = TypeVar("H", Query, Read, Map, OrdinalQuery)
@@ -70,12 +72,6 @@ _NDARRAY = np.ndarray
 def _op_finished(wait_op_out: str) -> bool:
     """Whether a native WaitOp answer is not TIMEOUT ("11 ...")."""
     return not wait_op_out.startswith("11 ")
-
-
-def library_version() -> tuple[int, int, int]:
-    """The compatibility version ``(major, minor, patch)`` of the library."""
-    major, minor, patch = call(native.LibraryVersion).split(".")
-    return int(major), int(minor), int(patch)
 
 
 @dataclass
@@ -179,7 +175,6 @@ class Stage(_HierarchyMixin):
     def __init__(self, name: str | None = None, config: StageConfig | None = None) -> None:
         self._destroyed = True
         self._destroying = False
-        self._config_ref = False
         # Sources of large writes (see _hold), by op id: kept alive until the engine reports
         # that the op no longer reads them, whatever happens to its Operation or op id.
         self._holds: dict[int, Any] = {}
@@ -196,27 +191,30 @@ class Stage(_HierarchyMixin):
             raise TypeError(f"config must be a StageConfig or None, got {type(config).__name__}")
         if _lib.forked_child():
             raise _lib.fork_error()
-        workers = 0
-        if config is not None:
-            process_config.acquire(config)
-            self._config_ref = True
-            workers = config.worker_count()
-        try:
-            self._id = call(native.CreateStage, name or "", workers)
-        except BaseException:
-            self._drop_config_ref()
-            raise
+        workers = 0 if config is None else config.worker_count()
+        raw = None if config is None else config.to_c()
+        self._workers = None if config is None else config.workers
+        self._id = call(native.CreateStage, name or "", workers, _struct_addr(raw))
         self.name = name
-        self.config = config
-        #: The runtime-default hierarchy model captured at creation (spec §3.1).
-        self.hierarchy_model: int = process_config.default_model()
+        _, model = call(native.StageConfig, self._id).split(" ")
+        #: The runtime-default hierarchy model captured at creation (RUNTIME_DEFAULT resolves
+        #: to it).
+        self.hierarchy_model: int = int(model)
         self._destroyed = False
+
+    @property
+    def config(self) -> StageConfig:
+        """The process configuration this stage was created in: the entries that started the
+        process lifetime (missing settings stay ``None``; defaults are not filled in), read
+        anew at each access, with this stage's own ``workers``."""
+        addr, _ = call(native.StageConfig, self._require_live("config")).split(" ")
+        return config_from_c(ConfigRaw.from_address(int(addr)), self._workers)
 
     # -- lifecycle ------------------------------------------------------------------------
 
     @staticmethod
     def get_version() -> tuple[int, int, int]:
-        """The library version ``(major, minor, patch)``."""
+        """The API version ``(major, minor, patch)``: the same as :func:`library_version`."""
         return library_version()
 
     def _label(self) -> str:
@@ -233,11 +231,6 @@ class Stage(_HierarchyMixin):
             raise _lib.fork_error()
         return self._id
 
-    def _drop_config_ref(self) -> None:
-        if self._config_ref:
-            self._config_ref = False
-            process_config.release()
-
     def destroy(self) -> None:
         """Wait for pending ops and release everything the stage holds (idempotent).
 
@@ -250,7 +243,6 @@ class Stage(_HierarchyMixin):
         self._destroyed = True
         self._holds.clear()  # every op has finished
         self._reported_early.clear()
-        self._drop_config_ref()
 
     def __enter__(self) -> Stage:
         return self

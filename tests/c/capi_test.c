@@ -382,6 +382,7 @@ static void test_build_info_and_version(void)
     const ovstage_build_info_t* bi = ovstage_get_build_info();
     uint32_t major = 9, minor = 9, patch = 9;
     char semver[32];
+    char whole[512];
     stage_t s;
     CHECK(bi != NULL);
     if (bi == NULL) {
@@ -398,6 +399,12 @@ static void test_build_info_and_version(void)
     CHECK(major == 0 && minor == 3 && patch == 0);
     snprintf(semver, sizeof semver, "%u.%u.%u+", major, minor, patch);
     CHECK(strncmp(bi->build_string.ptr, semver, strlen(semver)) == 0);
+    /* The build string is assembled from the fields: <semver>+<branch>.<number>.<hash>.<location>. */
+    snprintf(whole, sizeof whole, "%s%.*s.%u.%.*s.%.*s", semver, (int)bi->git_branch.length,
+             bi->git_branch.ptr, bi->build_number, (int)bi->git_hash.length, bi->git_hash.ptr,
+             (int)bi->build_location.length, bi->build_location.ptr);
+    CHECK(bi->build_string.length == strlen(whole) && strcmp(bi->build_string.ptr, whole) == 0);
+    CHECK(bi->git_hash.ptr[bi->git_hash.length] == '\0');
     destroy_stage(&s);
 }
 

@@ -91,7 +91,7 @@ MALFORMED_PATHS = {
     "/World/A/": 'Path string "/World/A/": component 2 is empty',
     "/A/./B": 'Path string "/A/./B": component 1 is "."',
     "/A/..": 'Path string "/A/..": component 1 is ".."',
-    "World/A": 'Path string must be absolute (start with \'/\'): "World/A"',
+    "World/A": "Path string must be absolute (start with '/'): \"World/A\"",
 }
 
 

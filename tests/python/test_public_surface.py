@@ -56,6 +56,9 @@ SPEC_ALL = [
     "OVX_API_SUCCESS",
     "OVX_API_ERROR",
     "__version__",
+    # New in 0.3.0 (eight names in all; each helper adds its own).
+    "BuildInfo",
+    "get_build_info",
 ]
 
 
@@ -80,4 +83,4 @@ def test_gates_importable_but_not_listed() -> None:
 def test_constants() -> None:
     assert ovstage.TIMEOUT_INFINITE == ovstage.OVSTAGE_TIMEOUT_INFINITE == 2**64 - 1
     assert (ovstage.OVX_API_SUCCESS, ovstage.OVX_API_ERROR) == (0, 1)
-    assert ovstage.library_version() == (0, 2, 1)
+    assert ovstage.library_version() == (0, 3, 0)
