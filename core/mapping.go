@@ -71,7 +71,7 @@ func (s *Stage) MapAttribute(req MapRequest) (uint64, uint64, error) {
 		req.DType = pathIDType // the one kind a reserved name has: token ids
 	}
 	w := &preparedWrite{attr: attr, ordinal: req.Ordinal, primMode: req.PrimMode,
-		schema: column.Schema{IsArray: req.ElementSizes != nil, DType: req.DType, Semantic: req.Semantic}}
+		schema: column.Schema{IsArray: req.ElementSizes != nil, DType: req.DType, Semantic: storedSemantic(req.Semantic)}}
 	if req.DType != (tensor.DType{}) {
 		if err := checkDType(req.DType, "dtype"); err != nil {
 			return 0, 0, err

@@ -173,7 +173,7 @@ func (s *Stage) prepareWriteInto(w *preparedWrite, req *WriteRequest, label stri
 	if err != nil {
 		return err
 	}
-	w.schema = column.Schema{IsArray: req.IsArray, DType: dt, Semantic: req.Semantic}
+	w.schema = column.Schema{IsArray: req.IsArray, DType: dt, Semantic: storedSemantic(req.Semantic)}
 	if err := checkSemanticLayout(label, req.Semantic, dt, req.IsArray); err != nil {
 		return err
 	}
@@ -568,21 +568,23 @@ func (s *Stage) enqueueWritesLocked(qh uint64, o *writeOp) (uint64, error) {
 	for _, w := range o.ws {
 		deferred = deferred || w.src != nil
 		o.heldSource = o.heldSource || holdsSource(w.size)
+		// A layout (schema) error is reported before a floor violation, as the reference does.
+		var targets []uint64
+		if resolved {
+			if targets, _, err = w.targets(q.Paths); err != nil {
+				return 0, err
+			}
+			if _, err := s.columnForWriteLocked(w, targets); err != nil {
+				return 0, err
+			}
+		}
 		if err := s.checkAdmission(s.requested.effective(w.attr), w.ordinal, w.attr); err != nil {
 			return 0, err
 		}
-		if !resolved {
-			continue
-		}
-		targets, _, err := w.targets(q.Paths)
-		if err != nil {
-			return 0, err
-		}
-		if _, err := s.columnForWriteLocked(w, targets); err != nil {
-			return 0, err
-		}
-		if err := s.checkInsertLocked(w, targets); err != nil {
-			return 0, err
+		if resolved {
+			if err := s.checkInsertLocked(w, targets); err != nil {
+				return 0, err
+			}
 		}
 	}
 	o.q, o.mutation, o.ordinal = q, true, o.ws[0].ordinal
@@ -684,10 +686,10 @@ func (s *Stage) writeColumn(w *preparedWrite, targets []uint64) (*column.Column,
 		return nil, err
 	}
 	injectFault(faultWriteApply)
-	if err := s.checkAdmission(s.floors.effective(w.attr), w.ordinal, w.attr); err != nil {
-		return nil, err
+	c, err := s.columnForWriteLocked(w, targets) // layout first, then the floor (as at enqueue)
+	if err == nil {
+		err = s.checkAdmission(s.floors.effective(w.attr), w.ordinal, w.attr)
 	}
-	c, err := s.columnForWriteLocked(w, targets)
 	if err == nil {
 		err = s.checkInsertLocked(w, targets)
 	}

@@ -9,6 +9,7 @@ import numpy as np
 
 from ._abi import MapGroupRaw, ReadGroupRaw
 from ._dlpack import DLDeviceType, DLTensor, ManagedDLTensor
+from ._enums import AttributeSemantic
 from ._errors import ErrorCode, OvstageError
 from ._guards import as_bool_flag, as_index
 from ._lib import exporter
@@ -252,9 +253,13 @@ class ReadGroup(_GroupBase):
         return bool(self._check().is_array)
 
     @property
-    def semantic(self) -> int:
-        """The column's AttributeSemantic value."""
-        return int(self._check().semantic)
+    def semantic(self) -> AttributeSemantic | int:
+        """The column's :class:`AttributeSemantic` (a value this package does not know, from a
+        newer library, comes back as the raw ``int``)."""
+        value = int(self._check().semantic)
+        if value in AttributeSemantic._value2member_map_:
+            return AttributeSemantic(value)
+        return value
 
     def array(self, i: int = 0) -> np.ndarray:
         """Read-only flat numpy view of tensor ``i`` (``prod(shape) * lanes`` values); a

@@ -154,9 +154,10 @@ class PathDictionary:
         return call(native.InternToken, _check_string(s, "s", "Token"))
 
     def token_to_string(self, token: int) -> str:
-        """The string of a token."""
+        """The string of a token (``""`` for token 0, which is never a token)."""
         self._live("token_to_string")
-        return call(native.TokenToString, as_uint64(token, "token"))
+        value = as_uint64(token, "token")
+        return "" if value == 0 else call(native.TokenToString, value)
 
     def intern_path(self, s: str) -> int:
         """Intern an absolute prim path ("/" is the root)."""

@@ -1177,6 +1177,14 @@ static void test_bad_slot_arguments(void)
     CHECK_STATUS(ovstage_query_from_path_list(s.inst, list, NULL), OVSTAGE_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(ovstage_fetch_query_result(s.inst, q, 0, NULL), OVSTAGE_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(ovstage_fetch_query_result(s.inst, 0xabcdef, 0, &qr), OVSTAGE_ERROR_INVALID_HANDLE);
+    /* The null query handle is a bad argument, a stale one a bad handle. */
+    CHECK_STATUS(ovstage_fetch_query_result(s.inst, 0, 0, &qr), OVSTAGE_ERROR_INVALID_ARGUMENT);
+    CHECK_LAST_ERROR("never a valid handle");
+    {
+        float one[3] = {1, 2, 3};
+        CHECK_STATUS(write_f32(&s, 0, "x", 1, one, 3).status, OVSTAGE_ERROR_INVALID_ARGUMENT);
+        CHECK_STATUS(write_f32(&s, 0xabcdef, "x", 1, one, 3).status, OVSTAGE_ERROR_INVALID_HANDLE);
+    }
     CHECK_STATUS(ovstage_release_query_result(s.inst, NULL), OVSTAGE_ERROR_INVALID_ARGUMENT);
     CHECK_REJECTED(ovstage_release_query(s.inst, 0), OVSTAGE_ERROR_INVALID_ARGUMENT);
 
