@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,9 +35,16 @@ class AttributeMeta:
 
     __slots__ = ("attribute_write_floor_ordinal", "layout_generation")
 
-    def __init__(self, attribute_write_floor_ordinal: int, layout_generation: int) -> None:
-        self.attribute_write_floor_ordinal = attribute_write_floor_ordinal
-        self.layout_generation = layout_generation
+    def __init__(
+        self, attribute_write_floor_ordinal: Any, layout_generation: int | None = None
+    ) -> None:
+        if layout_generation is None:
+            # AttributeMeta(raw): copy the fields of an ``ovstage_attribute_meta_t``.
+            raw = attribute_write_floor_ordinal
+            attribute_write_floor_ordinal = raw.attribute_write_floor_ordinal
+            layout_generation = raw.layout_generation
+        self.attribute_write_floor_ordinal = int(attribute_write_floor_ordinal)
+        self.layout_generation = int(layout_generation)
 
     def __repr__(self) -> str:
         return (
@@ -194,18 +201,20 @@ class ReadGroup(_GroupBase):
         return int(self._check().read_group_id)
 
     def release(self) -> None:
-        """Release the group (OvstageError(INVALID_HANDLE) if already released)."""
+        """Release the group (OvstageError(INVALID_HANDLE) if already released, or if the
+        group was built without a stage: nothing owns it)."""
         self._check()
         if self._stage is None:
-            self._released = True
-            return
+            raise OvstageError(
+                ErrorCode.INVALID_HANDLE, "ReadGroup built without a stage cannot be released"
+            )
         self._stage.release_group(self)
 
     def __enter__(self) -> ReadGroup:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if not self._released:
+        if not self._released and self._stage is not None:
             self.release()
 
     def __del__(self) -> None:
@@ -239,7 +248,8 @@ class ReadGroup(_GroupBase):
 
     @property
     def ordinal(self) -> int:
-        """The column's latest sealed change ordinal."""
+        """Informational: the newest sealed change ordinal among the group's rows (not the
+        snapshot a read selects)."""
         return int(self._check().ordinal)
 
     @property

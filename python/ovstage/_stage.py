@@ -380,7 +380,7 @@ class Stage(_HierarchyMixin):
         """
         if filter is not None and not isinstance(filter, Filter):
             raise TypeError(f"filter must be a Filter or None, got {type(filter).__name__}")
-        predicates = filter.predicates if filter is not None else []
+        predicates = filter._validated() if filter is not None else []
         if isinstance(attrs, (str, int)):
             raise TypeError(
                 f"attrs must be a sequence of attribute tokens or names, got {type(attrs).__name__}"
@@ -728,27 +728,29 @@ class Stage(_HierarchyMixin):
             0 if sizes is None else len(sizes),
         )
 
-    def fetch_map_next(self, map: Map | int, timeout: int = TIMEOUT_INFINITE) -> MapGroup | None:
+    def fetch_map_next(
+        self, mapping: Map | int, timeout: int = TIMEOUT_INFINITE
+    ) -> MapGroup | None:
         """The session's next writable group, or None after the last."""
-        mh = _handle_of(map, Map, "map")
+        mh = _handle_of(mapping, Map, "mapping")
         fetched = self._fetch_next("fetch_map_next", native.FetchMapNext, "map", mh, timeout)
         if fetched is None:
             return None
         addr, group_id = fetched.split(" ")
         group = MapGroup._from_native(int(addr), int(group_id), self)
-        if isinstance(map, Map):
-            map._groups.append(group)
+        if isinstance(mapping, Map):
+            mapping._groups.append(group)
         return group
 
     def unmap_group(
         self,
-        map: Map | int,
+        mapping: Map | int,
         group: MapGroup,
         cuda_event: int | None = None,
         cuda_stream: int | None = None,
     ) -> Operation:
         """Enqueue the commit of one fetched group at the session's ordinal."""
-        mh = _handle_of(map, Map, "map")
+        mh = _handle_of(mapping, Map, "mapping")
         if not isinstance(group, MapGroup):
             raise TypeError(f"group must be a MapGroup, got {type(group).__name__}")
         rejection = _cuda_rejection(cuda_event, cuda_stream, "unmaps (map groups are host memory)")
@@ -762,21 +764,21 @@ class Stage(_HierarchyMixin):
 
     def unmap_attribute(
         self,
-        map: Map | int,
+        mapping: Map | int,
         cuda_event: int | None = None,
         cuda_stream: int | None = None,
     ) -> Operation:
         """Enqueue the commit of every remaining group; the session ends."""
-        mh = _handle_of(map, Map, "map")
+        mh = _handle_of(mapping, Map, "mapping")
         rejection = _cuda_rejection(cuda_event, cuda_stream, "unmaps (map groups are host memory)")
         if rejection is not None:
             self._require_live("unmap_attribute")
             return Operation(self, *rejection)
         op = self._enqueue("unmap_attribute", native.UnmapAttribute, mh)
-        if op.ok and isinstance(map, Map):
-            map._released = True
-            map._drop_op()
-            for group in map._groups:
+        if op.ok and isinstance(mapping, Map):
+            mapping._released = True
+            mapping._drop_op()
+            for group in mapping._groups:
                 group._mark_released()
         return op
 
