@@ -26,7 +26,8 @@ LIB_SOURCES := $(shell find capi abi lifecycle core internal include \
 	\( -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map' \) -not -name '*_test.go') go.mod
 LIB_GIT_HASH := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 LIB_GIT_BRANCH := $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo local)
-LIB_LDFLAGS := -X main.gitHash=$(LIB_GIT_HASH) -X main.gitBranch=$(LIB_GIT_BRANCH) \
+ABI_PKG := github.com/ovstage-go/ovstage/abi
+LIB_LDFLAGS := -X $(ABI_PKG).gitHash=$(LIB_GIT_HASH) -X $(ABI_PKG).gitBranch=$(LIB_GIT_BRANCH) \
 	-extldflags '-Wl,--version-script=$(CURDIR)/capi/exports.map -Wl,-soname,libovstage.so'
 
 # Beside it, the files C and C++ projects find it with: build/lib/pkgconfig/ovstage.pc (prefix:

@@ -6,22 +6,14 @@ package main
 import "C"
 
 import (
-	"slices"
 	"unsafe"
 
 	"github.com/ovstage-go/ovstage/abi"
 	"github.com/ovstage-go/ovstage/core/status"
 )
 
-// Op tracking as the C API states it, over the engine's op table (the engine's WaitOp reports
-// a failed chain with OK and its ReleaseOp drops pending ops; the Python layer has its own
-// rules on top):
-//   - wait_op returns OP_FAILED when the waited op failed, listing the failed ops of its chain
-//     (root cause first) in the thread-local error_op_ids, with their texts for
-//     get_last_op_error; a failure of an op it merely followed is not reported (OK);
-//   - op id 0, an unknown or a released id is INVALID_ARGUMENT for wait_op;
-//   - release_op of a pending op is refused with OP_FAILED and the op stays tracked;
-//     release_op(0) is INVALID_ARGUMENT, an unknown id INVALID_HANDLE.
+// Op tracking follows abi.WaitOp and abi.ReleaseOp (the rules both front ends share); the
+// failed ids and their texts live in this thread's wait storage until its next wait_op.
 
 // putWaitResult fills the caller's ovstage_op_wait_result_t from this thread's storage.
 func putWaitResult(out unsafe.Pointer, lowest uint64) {
@@ -42,26 +34,22 @@ func ovsgo_wait_op(ctx C.uintptr_t, op, timeout C.uint64_t, out unsafe.Pointer) 
 	if err != nil {
 		return fail(fn, err)
 	}
-	if op == 0 {
-		return fail(fn, invalid("op id 0 is never a valid op"))
-	}
-	res, err := in.stage.WaitOp(uint64(op), uint64(timeout))
+	res, err := abi.WaitOp(in.stage, uint64(op), uint64(timeout))
 	if err != nil {
-		return fail(fn, invalid("%s", status.MessageOf(err)))
+		return fail(fn, err)
 	}
-	if res.Status == status.Timeout {
+	switch res.Status {
+	case status.Timeout:
 		putWaitResult(out, res.LowestPending)
 		return fail(fn, status.Errorf(status.Timeout, "op %d is still pending (lowest pending op of its chain: %d)", op, res.LowestPending))
-	}
-	if !slices.Contains(res.ErrorOpIDs, uint64(op)) {
+	case status.OK:
 		return 0
 	}
-	for _, id := range res.ErrorOpIDs {
-		text := in.stage.LastOpError(id)
-		C.ovs_wait_add(C.uint64_t(id), (*C.char)(unsafe.Pointer(unsafe.StringData(text))), C.size_t(len(text)))
+	for _, f := range res.Failed {
+		C.ovs_wait_add(C.uint64_t(f.ID), (*C.char)(unsafe.Pointer(unsafe.StringData(f.Text))), C.size_t(len(f.Text)))
 	}
 	putWaitResult(out, 0)
-	return fail(fn, status.Errorf(status.OpFailed, "op %d failed: %s", op, in.stage.LastOpError(res.ErrorOpIDs[0])))
+	return fail(fn, status.Errorf(status.OpFailed, "op %d failed: %s", op, res.Failed[0].Text))
 }
 
 //export ovsgo_release_op
@@ -72,17 +60,7 @@ func ovsgo_release_op(ctx C.uintptr_t, op C.uint64_t) (code C.int) {
 	if err != nil {
 		return fail(fn, err)
 	}
-	if op == 0 {
-		return fail(fn, invalid("op id 0 is never a valid op"))
-	}
-	res, err := in.stage.WaitOp(uint64(op), 0)
-	if err != nil {
-		return fail(fn, err)
-	}
-	if res.Status == status.Timeout {
-		return fail(fn, status.Errorf(status.OpFailed, "op %d is still pending: release it once wait_op reported it complete (it stays tracked)", op))
-	}
-	if err := in.stage.ReleaseOp(uint64(op)); err != nil {
+	if err := abi.ReleaseOp(in.stage, uint64(op)); err != nil {
 		return fail(fn, err)
 	}
 	return 0

@@ -51,7 +51,7 @@ func (s *Stage) Clone(source string, targets []string, ordinal uint64) (uint64, 
 	rec := &cloneRecord{}
 	// Admission runs when the clone executes: after the floor advances to its ordinal enqueued
 	// before it.
-	op := s.enqueueLocked(opSpec{deps: s.advancesOverLocked(ordinal), mutation: true, ordinal: ordinal, run: func(op *sched.Op) error {
+	op := s.enqueueLocked(opSpec{deps: s.advancesOverLocked(ordinal), mutation: true, ordinal: ordinal, clone: true, cloneTo: dsts, run: func(op *sched.Op) error {
 		return s.applyClone(op, rec, src, dsts, ordinal)
 	}})
 	s.clones[op.ID] = rec

@@ -11,8 +11,11 @@ type opSpec struct {
 	advance  bool     // floor advance
 	writes   []uint64 // for mutations: attributes whose column they may create
 	// fp is a mutation's footprint for conflict ordering (nil: a barrier).
-	fp  *footprint
-	run func(op *sched.Op) error
+	fp *footprint
+	// clone marks a clone, cloneTo its targets: the subtrees it may create.
+	clone   bool
+	cloneTo []uint64
+	run     func(op *sched.Op) error
 	// gate holds the op before it runs while the gate is armed (mutations default to
 	// WriteGate; reads pass QueryGate).
 	gate *Gate
@@ -37,6 +40,9 @@ type stageOp struct {
 	// already added the waits it implies.
 	fp           *footprint
 	conflictDeps bool
+	// clone marks a clone, cloneTo its targets (opSpec).
+	clone   bool
+	cloneTo []uint64
 	// heldSource: the caller keeps the op's source alive until it completes (a write of
 	// DeferCopyBytes or more); its completion is reported by TakeSourcesDone.
 	heldSource bool
@@ -65,7 +71,7 @@ type startItem struct {
 // enqueueLocked registers and submits an op described by spec. s.mu must be held.
 func (s *Stage) enqueueLocked(spec opSpec) *sched.Op {
 	o := &stageOp{ordinal: spec.ordinal, mutation: spec.mutation, advance: spec.advance,
-		writes: spec.writes, fp: spec.fp, gate: spec.gate, run: spec.run}
+		writes: spec.writes, fp: spec.fp, clone: spec.clone, cloneTo: spec.cloneTo, gate: spec.gate, run: spec.run}
 	return s.enqueueOpLocked(o, o, spec.deps, spec.inputs, spec.async)
 }
 

@@ -110,6 +110,14 @@ func (s *Stage) Query(preds []Predicate, attrs []uint64) (uint64, uint64, error)
 			return 0, 0, InvalidToken(fmt.Sprintf("attrs[%d]", i), a)
 		}
 	}
+	if len(attrs) > 0 {
+		// A scoped discovery also reports the attributes the predicates name (as the
+		// reference does), so the result says which of them the matched prims carry.
+		attrs = slices.Clone(attrs)
+		for _, p := range preds {
+			attrs = append(attrs, p.Attr)
+		}
+	}
 	s.mu.Lock()
 	defer s.unlockAndStart()
 	if err := s.checkLiveLocked(); err != nil {

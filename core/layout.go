@@ -120,6 +120,15 @@ func foldFixed(t tensor.Tensor, name string) (tensor.DType, int64, error) {
 	return dt, t.Shape[0], nil
 }
 
+// storedSemantic is the semantic a column records for a requested one: a value this build does
+// not know (a newer library's) is stored, and read back, as NONE, as the reference does.
+func storedSemantic(sem int32) int32 {
+	if sem < 0 || sem > maxSemantic {
+		return SemanticNone
+	}
+	return sem
+}
+
 // checkSemanticLayout enforces the dtype each ID semantic requires (token and path ids: uint64x1,
 // asset paths: uint64x2; ragged or fixed as the semantic allows).
 func checkSemanticLayout(label string, sem int32, dt tensor.DType, isArray bool) error {

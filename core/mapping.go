@@ -86,7 +86,7 @@ func (s *Stage) MapAttribute(req MapRequest) (uint64, uint64, error) {
 		return 0, 0, status.Errorf(status.InvalidArgument, "map_attribute: attribute_mode FORCE requires dtype")
 	}
 	w := &preparedWrite{attr: attr, ordinal: req.Ordinal, primMode: req.PrimMode, mode: req.AttributeMode, opName: "map_attribute",
-		schema: column.Schema{IsArray: req.ElementSizes != nil, DType: req.DType, Semantic: req.Semantic}}
+		schema: column.Schema{IsArray: req.ElementSizes != nil, DType: req.DType, Semantic: storedSemantic(req.Semantic)}}
 	if req.DType != (tensor.DType{}) {
 		if err := checkDType(req.DType, "dtype"); err != nil {
 			return 0, 0, err

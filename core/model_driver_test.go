@@ -14,6 +14,7 @@ package core
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"runtime"
@@ -350,6 +351,18 @@ func (d *driver) write() {
 	runtime.KeepAlive(mem)
 	d.trace("write attr %d ordinal %d paths %v count %d map %v mask %v insert %v rows %d dtype %s -> op %d err %v (targets %v)",
 		attr, ordinal, q.paths, req.Count, req.IndexMap, req.Mask, insert, rows, dt, op, err, targets)
+	if len(enqueueErrs) > 0 && err == nil && enqueueErrs[status.WriteFloorViolation] {
+		// A floor refusal whose layout error (named first) depended on pending ops is
+		// reported by the op when it runs.
+		fails := maps.Clone(enqueueErrs)
+		maps.Copy(fails, runErrs)
+		d.m.pending[op] = &mPending{fails: fails}
+		d.counts["floor refusals reported when run"]++
+		if insert {
+			d.wait(op)
+		}
+		return
+	}
 	if len(enqueueErrs) > 0 {
 		if err == nil || !(enqueueErrs[status.CodeOf(err)] || runErrs[status.CodeOf(err)]) {
 			d.failf("write %+v: want one of %v (or %v), got op %d err %v", req, enqueueErrs, runErrs, op, err)

@@ -59,6 +59,10 @@ func (s *Stage) queryLocked(h uint64) (*Query, error) {
 	if err := s.checkLiveLocked(); err != nil {
 		return nil, err
 	}
+	if h == 0 {
+		// The null handle is a bad argument (as the reference says), not a stale handle.
+		return nil, status.Errorf(status.InvalidArgument, "query handle 0 is the null handle: pass a query from query or query_from_path_list")
+	}
 	q, ok := s.queries[h]
 	if !ok || q.releasing {
 		return nil, status.Errorf(status.InvalidHandle, "query handle %d is not valid on stage %d (released, from another stage, or never created)", h, s.ID)

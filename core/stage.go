@@ -15,9 +15,6 @@ import (
 	"github.com/ovstage-go/ovstage/core/status"
 )
 
-// Version is the compatibility version of the reference API we implement.
-var Version = [3]uint32{0, 2, 1}
-
 // TimeoutInfinite blocks a wait until completion.
 const TimeoutInfinite = ^uint64(0)
 
@@ -164,6 +161,13 @@ func Lookup(id uint64) (*Stage, error) {
 
 // Dictionary is the stage's own path dictionary.
 func (s *Stage) Dictionary() *pathdict.Dictionary { return s.dict }
+
+// Destroyed reports whether Destroy has begun (every later call on the stage fails).
+func (s *Stage) Destroyed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.destroyed
+}
 
 // Destroy waits for pending ops, then releases every handle, group and column. Exported
 // tensors keep their own buffer references and stay valid.

@@ -201,7 +201,7 @@ func (s *Stage) prepareWriteInto(w *preparedWrite, req *WriteRequest, label stri
 	if err != nil {
 		return err
 	}
-	w.schema = column.Schema{IsArray: req.IsArray, DType: dt, Semantic: req.Semantic}
+	w.schema = column.Schema{IsArray: req.IsArray, DType: dt, Semantic: storedSemantic(req.Semantic)}
 	if err := checkSemanticLayout(label, req.Semantic, dt, req.IsArray); err != nil {
 		return err
 	}
@@ -435,10 +435,7 @@ func sameStorage(a, b column.Schema) bool { return a.IsArray == b.IsArray && a.D
 // first). Columns are keyed by (storage, role) so a deleted attribute frees both.
 func (s *Stage) columnForWriteLocked(w *preparedWrite, targets []uint64, seq uint64) (*column.Column, error) {
 	cols := s.columns[w.attr]
-	matches := func(c *column.Column) (storage, role bool) {
-		return sameStorage(c.Schema, w.schema),
-			w.schema.Semantic == SemanticNone || w.schema.Semantic == c.Schema.Semantic
-	}
+	matches := func(c *column.Column) (storage, role bool) { return schemaFits(c.Schema, w.schema) }
 	if len(cols) == 1 && sameChannel(cols[0].Schema, w.schema) { // the common case needs no per-prim liveness checks
 		if storage, role := matches(cols[0]); storage && role {
 			return cols[0], nil
@@ -635,11 +632,15 @@ type writeOp struct {
 	q           *Query
 	ws          []*preparedWrite
 	sharedAttrs bool // some attribute has several entries
-	one         preparedWrite
-	oneList     [1]*preparedWrite
-	oneAttr     [1]uint64
-	oneSchema   [1]column.Schema
-	fpStore     footprint
+	// belowFloor is the floor refusal of entry belowFloorAt, found at enqueue when the layout
+	// error that would be named first could not be known yet: the op reports it when it runs.
+	belowFloor   error
+	belowFloorAt int
+	one          preparedWrite
+	oneList      [1]*preparedWrite
+	oneAttr      [1]uint64
+	oneSchema    [1]column.Schema
+	fpStore      footprint
 }
 
 // Run applies the entries (on a worker, or inline when the op is ready at enqueue).
@@ -731,16 +732,30 @@ func (s *Stage) enqueueWritesLocked(qh uint64, o *writeOp) (uint64, error) {
 	for i, w := range o.ws {
 		deferred = deferred || w.src != nil
 		o.heldSource = o.heldSource || holdsSource(w.size)
-		if err := s.checkAdmission(s.requested.effective(w.attr), w.ordinal, w.attr); err != nil {
-			return 0, err
-		}
 		if resolved {
 			if targets[i], _, err = w.targets(q.Paths); err != nil {
 				return 0, err
 			}
 		}
+		if o.belowFloor != nil {
+			continue
+		}
+		if err := s.checkAdmission(s.requested.effective(w.attr), w.ordinal, w.attr); err != nil {
+			// A layout error the write also has is named first. It is known now when no
+			// pending mutation can change the schema it is checked against (settled) or no
+			// schema could refuse the write; otherwise the op decides when it runs, so the
+			// outcome never depends on how far earlier ops have got.
+			switch {
+			case settled:
+				return 0, s.layoutBeforeFloorLocked(w, targets[i], ^uint64(0), err)
+			case w.mode != AttributeModeReject || (!s.layoutMayRefuseLocked(w, resolved, targets[i]) &&
+				!s.mayBringOtherSchemaLocked(w, resolved, targets[i], deps)):
+				return 0, err
+			}
+			o.belowFloor, o.belowFloorAt = err, i
+		}
 	}
-	if settled && !s.ordinalConflictLocked(o, targets) {
+	if settled && o.belowFloor == nil && !s.ordinalConflictLocked(o, targets) {
 		// In the order the op checks them: every entry's schema, then INSERT.
 		for i, w := range o.ws {
 			if w.mode == AttributeModeReject {
@@ -785,6 +800,9 @@ func (s *Stage) ordinalConflictLocked(o *writeOp, targets [][]uint64) bool {
 // unstaged are released by writeOp.Cleanup.
 func (s *Stage) applyWrites(op *sched.Op, o *writeOp) error {
 	q, ws := o.q, o.ws
+	if o.belowFloor != nil {
+		return s.refuseBelowFloor(op, o)
+	}
 	if len(ws) > 1 {
 		if err := s.admitBatch(op, q, o); err != nil {
 			return err
@@ -807,6 +825,32 @@ func (s *Stage) applyWrites(op *sched.Op, o *writeOp) error {
 		}
 	}
 	return nil
+}
+
+// refuseBelowFloor is the refusal of a write whose entry belowFloorAt the floor refused at
+// enqueue: what the enqueue would have said with every earlier mutation applied (the earlier
+// entries' targets, then that entry's layout error or the floor refusal).
+func (s *Stage) refuseBelowFloor(op *sched.Op, o *writeOp) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkLiveLocked(); err != nil {
+		return err
+	}
+	if o.sharedAttrs {
+		if err := s.checkBatchCoverage(o.q.Paths, o.ws); err != nil {
+			return err
+		}
+	}
+	for i, w := range o.ws[:o.belowFloorAt+1] {
+		targets, _, err := w.targets(o.q.Paths)
+		if err != nil {
+			return err
+		}
+		if i == o.belowFloorAt {
+			return s.layoutBeforeFloorLocked(w, targets, op.ID, o.belowFloor)
+		}
+	}
+	return o.belowFloor
 }
 
 // admitBatch checks a whole batch before its first entry changes anything: no two entries
@@ -939,7 +983,7 @@ func (s *Stage) writeColumn(w *preparedWrite, targets []uint64, src []int32, seq
 	}
 	injectFault(faultWriteApply)
 	if err := s.checkAdmission(s.floors.effective(w.attr), w.ordinal, w.attr); err != nil {
-		return writeDest{}, err
+		return writeDest{}, s.layoutBeforeFloorLocked(w, targets, seq, err)
 	}
 	if err := s.admitCellsLocked(w.opName, w.label, w.attr, targets, w.ordinal, seq); err != nil {
 		return writeDest{}, err
@@ -970,6 +1014,86 @@ func (s *Stage) writeColumn(w *preparedWrite, targets []uint64, src []int32, seq
 		return writeDest{}, err
 	}
 	return dest, nil
+}
+
+// layoutBeforeFloorLocked is the refusal of a write the floor refused (floorErr): a layout
+// (schema) error the write also has is named first, as the reference does.
+func (s *Stage) layoutBeforeFloorLocked(w *preparedWrite, targets []uint64, seq uint64, floorErr error) error {
+	if w.mode == AttributeModeReject {
+		if _, err := s.columnForWriteLocked(w, targets, seq); err != nil {
+			return err
+		}
+	}
+	return floorErr
+}
+
+// layoutMayRefuseLocked: the applied state may refuse w's layout (its targets are known when
+// resolved; otherwise any column of w's attribute and channel with another schema or role).
+func (s *Stage) layoutMayRefuseLocked(w *preparedWrite, resolved bool, targets []uint64) bool {
+	if resolved {
+		_, err := s.columnForWriteLocked(w, targets, ^uint64(0))
+		return err != nil
+	}
+	for _, c := range s.columns[w.attr] {
+		if storage, role := schemaFits(c.Schema, w.schema); sameChannel(c.Schema, w.schema) && !(storage && role) {
+			return true
+		}
+	}
+	return false
+}
+
+// mayBringOtherSchemaLocked: one of the pending mutations deps may leave w's attribute live
+// with another schema or role on its targets (known when resolved): a write or map of another
+// or unknown schema, a clone creating a subtree over them, another mutation that declares no
+// footprint. Deletes only end values.
+func (s *Stage) mayBringOtherSchemaLocked(w *preparedWrite, resolved bool, targets []uint64, deps []*sched.Op) bool {
+	for _, op := range deps {
+		o := s.pendingMutations[op]
+		if o == nil || o.fp == nil {
+			return true
+		}
+		fp := o.fp
+		switch {
+		case o.clone:
+			if !resolved || s.underAnyLocked(targets, o.cloneTo) {
+				return true
+			}
+			continue
+		case fp.deletes:
+			continue
+		case fp.barrier && len(fp.attrs) == 0:
+			return true
+		}
+		sc, touches := fp.schemaOf(w.attr)
+		if !touches {
+			continue
+		}
+		if storage, role := schemaFits(sc, w.schema); unknownSchema(sc) || (sameChannel(sc, w.schema) && !(storage && role)) {
+			return true
+		}
+	}
+	return false
+}
+
+// underAnyLocked: some prim of prims is one of roots or below one.
+func (s *Stage) underAnyLocked(prims, roots []uint64) bool {
+	if len(roots) == 0 {
+		return false
+	}
+	for _, p := range prims {
+		for q := p; q != 0; q = s.dict.Parent(q) {
+			if slices.Contains(roots, q) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// schemaFits says whether a write of schema w keeps a column of schema c: the same storage,
+// and the same role (semantic) unless the write names none.
+func schemaFits(c, w column.Schema) (storage, role bool) {
+	return sameStorage(c, w), w.Semantic == SemanticNone || w.Semantic == c.Semantic
 }
 
 // newColumnLocked creates and registers a column of w's attribute and schema.

@@ -23,9 +23,6 @@ func logWait(timeoutNs uint64) time.Duration {
 // a live stage ([ovstage:12] otherwise); a bad filter or severity is [ovstage:1].
 func LogConfigure(severity int32, filter string) (uint64, error) {
 	return call(func() (uint64, error) {
-		if core.LiveStages() == 0 {
-			return 0, status.Errorf(status.OpFailed, "set_log_callback needs a live Stage (logging is bootstrapped by the first stage)")
-		}
 		gen, err := logbus.Global().Configure(logbus.Severity(severity), filter)
 		if err != nil {
 			return 0, status.Errorf(status.InvalidArgument, "%v", err)

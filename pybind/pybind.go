@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"strconv"
 
+	"github.com/ovstage-go/ovstage/abi"
 	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/logbus"
 	"github.com/ovstage-go/ovstage/core/pathdict"
@@ -96,8 +97,15 @@ func joinIDs(ids []uint64) string {
 	return string(buf)
 }
 
-// LibraryVersion returns the compatibility version "major.minor.patch".
+// LibraryVersion returns the API version "major.minor.patch" of the headers (abi.Version,
+// what the C library's get_version reports).
 func LibraryVersion() (string, error) {
-	v := core.Version
+	v := abi.Version
 	return fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2]), nil
+}
+
+// BuildInfo returns the address of the ovstage_build_info_t describing this build
+// (abi.BuildInfo: C memory that lives as long as the process).
+func BuildInfo() (uintptr, error) {
+	return call(func() (uintptr, error) { return uintptr(abi.BuildInfo()), nil })
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/ovstage-go/ovstage/abi"
 	"github.com/ovstage-go/ovstage/core/status"
 	"github.com/ovstage-go/ovstage/internal/cptr"
+	"github.com/ovstage-go/ovstage/lifecycle"
 )
 
 func TestEncodeMarksMalformedRequests(t *testing.T) {
@@ -22,7 +23,7 @@ func TestEncodeMarksMalformedRequests(t *testing.T) {
 
 // A fetched query result is kept until it is released, exactly once.
 func TestQueryResultsAreKeptUntilReleased(t *testing.T) {
-	stage, err := CreateStage("results", 1, 0, 0)
+	stage, err := CreateStage("results", 1, 0)
 	require.NoError(t, err)
 	defer func() { _, _ = DestroyStage(stage) }()
 	answer, err := Query(stage, 0, 0, 0, false)
@@ -42,12 +43,40 @@ func TestQueryResultsAreKeptUntilReleased(t *testing.T) {
 	assert.ErrorContains(t, err, "[ovstage:2]")
 }
 
-// CreateStage refuses a policy that is not one (the Python package validates first; this is
-// the last line), creating nothing.
+// CreateStage refuses a config whose policy entry is not a policy (the Python package
+// validates first; this is the last line), creating nothing and taking no process reference.
 func TestCreateStageRefusesAnUnknownPolicy(t *testing.T) {
-	for _, policy := range []int{4, -1, 1 << 40} {
-		_, err := CreateStage("bad-policy", 1, policy, 0)
+	for _, policy := range []uint64{4, 1 << 40} {
+		cfg, err := abi.NewConfig([]lifecycle.Entry{
+			{Type: lifecycle.KeyUint64, Key: lifecycle.KeyAdmissionPolicy, Uint: policy}})
+		require.NoError(t, err)
+		_, err = CreateStage("bad-policy", 1, uintptr(cfg.Ptr()))
+		cfg.Free()
 		require.Error(t, err, "policy %d", policy)
 		assert.Contains(t, err.Error(), "ordinal admission policy", "policy %d", policy)
+		assert.False(t, lifecycle.Global().Bootstrapped(), "policy %d left a process reference", policy)
 	}
+}
+
+// A stage enforces the policy its process lifetime has, and StageConfig reports it.
+func TestCreateStageCapturesTheLifetimesPolicy(t *testing.T) {
+	cfg, err := abi.NewConfig([]lifecycle.Entry{
+		{Type: lifecycle.KeyUint64, Key: lifecycle.KeyAdmissionPolicy, Uint: lifecycle.PolicyStrictlyIncreasing}})
+	require.NoError(t, err)
+	defer cfg.Free()
+	stage, err := CreateStage("strict", 1, uintptr(cfg.Ptr()))
+	require.NoError(t, err)
+	defer func() { _, _ = DestroyStage(stage) }()
+	answer, err := StageConfig(stage)
+	require.NoError(t, err)
+	fields := strings.Fields(answer)
+	require.Len(t, fields, 3)
+	assert.Equal(t, strconv.FormatUint(lifecycle.PolicyStrictlyIncreasing, 10), fields[2])
+	plain, err := CreateStage("plain", 1, 0)
+	require.NoError(t, err)
+	defer func() { _, _ = DestroyStage(plain) }()
+	answer, err = StageConfig(plain)
+	require.NoError(t, err)
+	assert.Equal(t, strconv.FormatUint(lifecycle.PolicyStrictlyIncreasing, 10), strings.Fields(answer)[2],
+		"a stage created while the lifetime is active captures its policy")
 }

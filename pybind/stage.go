@@ -3,51 +3,48 @@ package pybind
 import (
 	"fmt"
 
+	"github.com/ovstage-go/ovstage/abi"
 	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/buffer"
+	"github.com/ovstage-go/ovstage/core/status"
 )
 
-// CreateStage creates a stage; workers <= 0 uses one worker per CPU. policy is the ordinal
-// admission policy the stage captured (ovstage_ordinal_admission_policy_t; DEFAULT (0) is
-// NONDECREASING); hierarchyModel is the model RUNTIME_DEFAULT resolves to (compute_hierarchy,
-// floor advances; 0 or 4: CPU_INCREMENTAL).
-func CreateStage(name string, workers int, policy int, hierarchyModel int32) (uint64, error) {
-	if int(int32(policy)) != policy {
-		policy = -1 // out of range: refused by OpenStage
-	}
-	return call(func() (uint64, error) {
-		s, err := core.OpenStage(name, core.Config{Workers: workers,
-			Admission: core.AdmissionPolicy(policy), HierarchyModel: hierarchyModel})
-		if err != nil {
-			return 0, err
-		}
-		return s.ID, nil
-	})
-}
-
-// DestroyStage waits for the stage's pending ops and releases everything it holds.
-func DestroyStage(stageID uint64) (bool, error) {
-	return withStage(stageID, func(s *core.Stage) (bool, error) {
-		s.Destroy()
-		return true, nil
-	})
-}
-
-// WaitOp waits for an op and its chain; it returns "<status> <lowest pending> <failed ids>
-// <root cause message>" (the message last: it may contain spaces; empty without a failure).
+// WaitOp waits for an op and its chain (abi.WaitOp's rules); it returns "<status> <lowest
+// pending> <failed ids> <message>": status OK, TIMEOUT, OP_FAILED (the failed ids root cause
+// first, the root cause's text) or INVALID_ARGUMENT for an id the stage does not track (its
+// reason). The message is last: it may contain spaces. Only a stage that is gone is an error.
 func WaitOp(stageID, op, timeoutNs uint64) (string, error) {
 	return withStage(stageID, func(s *core.Stage) (string, error) {
-		res, err := s.WaitOp(op, timeoutNs)
+		res, err := abi.WaitOp(s, op, timeoutNs)
 		if err != nil {
-			return "", err
+			if status.CodeOf(err) != status.InvalidArgument {
+				return "", err
+			}
+			return fmt.Sprintf("%d 0  %s", int32(status.InvalidArgument), status.MessageOf(err)), nil
 		}
-		return fmt.Sprintf("%d %d %s %s", int32(res.Status), res.LowestPending, joinIDs(res.ErrorOpIDs), res.Message), nil
+		ids := make([]uint64, len(res.Failed))
+		message := ""
+		for i, f := range res.Failed {
+			ids[i] = f.ID
+		}
+		if len(res.Failed) > 0 {
+			message = res.Failed[0].Text
+		}
+		return fmt.Sprintf("%d %d %s %s", int32(res.Status), res.LowestPending, joinIDs(ids), message), nil
 	})
 }
 
-// ReleaseOp forgets an op id; it returns the status code (0 on success).
+// ReleaseOp stops tracking a complete op (abi.ReleaseOp's rules); it returns the status code:
+// 0, OP_FAILED for a pending op (still tracked), INVALID_HANDLE for an unknown id,
+// INVALID_ARGUMENT for 0. Only a stage that is gone is an error.
 func ReleaseOp(stageID, op uint64) (int, error) {
-	return withStage(stageID, func(s *core.Stage) (int, error) { return 0, s.ReleaseOp(op) })
+	return withStage(stageID, func(s *core.Stage) (int, error) {
+		err := abi.ReleaseOp(s, op)
+		if err != nil && s.Destroyed() {
+			return 0, err
+		}
+		return int(status.CodeOf(err)), nil
+	})
 }
 
 // DetachOp says nobody will wait for an op any more: its id is forgotten once the op

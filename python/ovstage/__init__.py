@@ -7,9 +7,12 @@ returns an :class:`Operation` at once.
 
 from __future__ import annotations
 
+import importlib.metadata
+
 # ``gates`` (test hooks) is importable as ovstage.gates but stays out of ``__all__``.
 from . import gates as gates
 from . import instancing, population
+from ._buildinfo import BuildInfo, get_build_info, library_version
 from ._clone import CloneOperation, CloneResult
 from ._config import StageConfig
 
@@ -59,12 +62,13 @@ from ._ops import Operation
 from ._pathdict import PathDictionary, PathList
 from ._placement import Placement
 from ._query import Filter, Predicate, QueryResult
-from ._stage import OrdinalRange, Stage, WriteDesc, library_version
+from ._stage import OrdinalRange, Stage, WriteDesc
 
 try:
-    from ._version import __version__
-except ImportError:
-    __version__ = "0.2.1"
+    #: The package version (pyproject.toml): the API version it implements.
+    __version__ = importlib.metadata.version("ovstage-go")
+except importlib.metadata.PackageNotFoundError:  # a source tree on sys.path, not installed
+    __version__ = ".".join(str(part) for part in library_version())
 
 __all__ = [
     "OVSTAGE_TIMEOUT_INFINITE",
@@ -74,6 +78,7 @@ __all__ = [
     "AttributeMeta",
     "AttributeMode",
     "AttributeSemantic",
+    "BuildInfo",
     "CloneOperation",
     "CloneResult",
     "DLDataType",
@@ -117,6 +122,7 @@ __all__ = [
     "__version__",
     "dltensor_to_numpy",
     "flush_log",
+    "get_build_info",
     "instancing",
     "library_version",
     "make_dltensor",

@@ -29,7 +29,11 @@ from ._dlpack import (
 __all__ = [
     "AttributeMetaRaw",
     "AttributeWrite",
+    "BuildInfoRaw",
     "CloneResultRaw",
+    "ConfigEntryRaw",
+    "ConfigEntryValue",
+    "ConfigRaw",
     "CudaSync",
     "DLDataType",
     "DLDevice",
@@ -80,6 +84,43 @@ class OvxStringOrToken(ctypes.Structure):
     """``ovx_string_or_token_t``: a non-zero token wins, else the string."""
 
     _fields_ = [("token", ctypes.c_uint64), ("string", OvxString)]
+
+
+class BuildInfoRaw(ctypes.Structure):
+    """``ovstage_build_info_t``: the library's build identity (library-owned strings)."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("build_number", ctypes.c_uint32),
+        ("build_string", OvxString),
+        ("git_branch", OvxString),
+        ("git_hash", OvxString),
+        ("build_location", OvxString),
+    ]
+
+
+class ConfigEntryValue(ctypes.Union):
+    """The ``value`` union of ``ovstage_config_entry_t`` (the members Python sets or reads)."""
+
+    _fields_ = [
+        ("bool_value", ctypes.c_bool),
+        ("int_value", ctypes.c_int64),
+        ("uint_value", ctypes.c_uint64),
+        ("double_value", ctypes.c_double),
+        ("string_value", OvxString),
+    ]
+
+
+class ConfigEntryRaw(ctypes.Structure):
+    """``ovstage_config_entry_t``: one typed setting (``key`` is the key enum of ``key_type``)."""
+
+    _fields_ = [("key_type", ctypes.c_int32), ("key", ctypes.c_int32), ("value", ConfigEntryValue)]
+
+
+class ConfigRaw(ctypes.Structure):
+    """``ovstage_config_t``: an array of configuration entries."""
+
+    _fields_ = [("entries", ctypes.POINTER(ConfigEntryRaw)), ("entry_count", ctypes.c_size_t)]
 
 
 class CudaSync(ctypes.Structure):

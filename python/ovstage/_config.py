@@ -1,28 +1,33 @@
-"""``StageConfig`` and the process-level settings it carries.
+"""``StageConfig``: the process-level settings a ``Stage`` starts with, and ``workers``.
 
-The reference's ``Stage(config=...)`` calls ``ovstage_initialize`` and holds one process
-reference until ``destroy()``; a config that conflicts with the setting of another live
-configured stage is rejected with ``OvstageError(INVALID_ARGUMENT)``. The process-level
-settings are the runtime-default hierarchy computation model and the ordinal admission
-policy. The policy follows the C library's process rules: every live stage holds a reference
-(configured or not), the first reference fixes the policy (``DEFAULT`` or none:
-NONDECREASING), later ones inherit it or must name the same one, and each stage captures the
-policy when it is created. ``workers`` is our addition: a per-stage worker pool size, so it
-never conflicts.
+``Stage(config=...)`` first takes a process reference with the config's entries, as the C
+library's ``ovstage_initialize`` (the engine's process-lifetime rules, docs/c-api.md "Process
+lifetime and configuration"): the first reference of a lifetime sets the settings (the
+runtime-default hierarchy computation model and the ordinal admission policy; unset: CPU
+incremental and NONDECREASING), a later concrete value that differs while the lifetime is
+active (any live stage) is rejected with ``OvstageError(INVALID_ARGUMENT)``, each stage captures
+the lifetime's settings when it is created, and ``Stage.config`` reads back the entries that
+started the lifetime. ``workers`` is our addition: a per-stage worker pool size, so it never
+conflicts.
 
 This module is pure Python and does not need the native extension.
 """
 
 from __future__ import annotations
 
-import threading
+import ctypes
 from dataclasses import dataclass
 
+from ._abi import ConfigEntryRaw, ConfigRaw
 from ._enums import HierarchyComputationModel, OrdinalAdmissionPolicy
-from ._errors import ErrorCode, OvstageError
 from ._guards import as_enum, as_int32, as_uint
 
-__all__ = ["MAX_WORKERS", "ProcessConfig", "StageConfig", "process_config"]
+__all__ = ["MAX_WORKERS", "StageConfig", "config_from_c"]
+
+#: ``ovstage_config_key_type_t`` UINT64 and its keys (``ovstage_config_uint64_t``).
+_KEY_TYPE_UINT64 = 2
+_KEY_HIERARCHY_MODEL = 0
+_KEY_ADMISSION_POLICY = 1
 
 #: Largest accepted ``StageConfig.workers``.
 MAX_WORKERS = 4096
@@ -88,90 +93,51 @@ class StageConfig:
         """The pool size to ask the engine for (0: one per CPU)."""
         return 0 if self.workers is None else int(self.workers)
 
-
-class ProcessConfig:
-    """Process references held by stages, and the settings they agree on.
-
-    Configured stages hold a configuration reference (``acquire``); every stage also holds an
-    instance reference (``acquire_instance``). The hierarchy model is agreed among configured
-    stages only; the admission policy among every reference, as the C library does.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._refs = 0
-        self._instances = 0
-        self._model: int | None = None
-        self._policy: int | None = None  # the lifetime's policy while a reference is held
-
-    def _fresh(self) -> bool:
-        return self._refs == 0 and self._instances == 0
-
-    def acquire(self, config: StageConfig) -> None:
-        """Take one configuration reference for ``config`` (``OvstageError`` on a conflict;
-        nothing changes then)."""
-        model = config.model_override()
-        policy = config.policy_override()
-        with self._lock:
-            if model is not None and self._model is not None and model != self._model:
-                raise OvstageError(
-                    ErrorCode.INVALID_ARGUMENT,
-                    f"runtime_default_hierarchy_computation_model {model} conflicts with "
-                    f"{self._model}, set by another live configured Stage",
-                )
-            if not self._fresh() and policy is not None and policy != self._policy:
-                asked = OrdinalAdmissionPolicy(policy).name
-                active = OrdinalAdmissionPolicy(self._policy or 0).name
-                raise OvstageError(
-                    ErrorCode.INVALID_ARGUMENT,
-                    f"runtime default ordinal admission policy {asked} conflicts with active "
-                    f"process state (policy {active}, held by live stages)",
-                )
-            if self._fresh():
-                self._policy = int(
-                    OrdinalAdmissionPolicy.NONDECREASING if policy is None else policy
-                )
-            if model is not None:
-                self._model = model
-            self._refs += 1
-
-    def release(self) -> None:
-        """Drop one configuration reference; the model clears with the last one."""
-        with self._lock:
-            if self._refs == 0:
-                return
-            self._refs -= 1
-            if self._refs == 0:
-                self._model = None
-            self._end_if_unused()
-
-    def acquire_instance(self) -> int:
-        """Take a stage's instance reference; returns the admission policy it captures."""
-        with self._lock:
-            if self._fresh():
-                self._policy = int(OrdinalAdmissionPolicy.NONDECREASING)
-            self._instances += 1
-            assert self._policy is not None
-            return self._policy
-
-    def release_instance(self) -> None:
-        """Drop a stage's instance reference."""
-        with self._lock:
-            if self._instances > 0:
-                self._instances -= 1
-            self._end_if_unused()
-
-    def _end_if_unused(self) -> None:
-        if self._fresh():
-            self._policy = None
-
-    def default_model(self) -> int:
-        """The hierarchy model a stage created now captures."""
-        with self._lock:
-            if self._model is not None:
-                return self._model
-        return int(HierarchyComputationModel.CPU_INCREMENTAL)
+    def to_c(self) -> ConfigRaw:
+        """The process-level entries as an ``ovstage_config_t`` (``workers`` is not one of
+        them; an unset field adds no entry); the struct keeps its entry array alive."""
+        entries: list[tuple[int, int, int]] = []
+        model = self.runtime_default_hierarchy_computation_model
+        if model is not None:
+            value = as_int32(model, "runtime_default_hierarchy_computation_model")
+            entries.append((_KEY_TYPE_UINT64, _KEY_HIERARCHY_MODEL, value & 0xFFFFFFFFFFFFFFFF))
+        if self.runtime_default_ordinal_admission_policy is not None:
+            policy = self.policy_override()
+            entries.append((_KEY_TYPE_UINT64, _KEY_ADMISSION_POLICY, policy or 0))
+        array = (ConfigEntryRaw * max(len(entries), 1))()
+        for i, (key_type, key, value) in enumerate(entries):
+            item = array[i]
+            item.key_type, item.key = key_type, key
+            item.value.uint_value = value
+        raw = ConfigRaw(ctypes.cast(array, ctypes.POINTER(ConfigEntryRaw)), len(entries))
+        raw._keep = array  # type: ignore[attr-defined]
+        return raw
 
 
-#: The process-wide configuration state.
-process_config = ProcessConfig()
+def config_from_c(raw: ConfigRaw, workers: int | None) -> StageConfig:
+    """A ``StageConfig`` of the entries of an ``ovstage_config_t``: the UINT64 entries with key
+    0 and 1 become the hierarchy model and the ordinal admission policy; other entries are
+    ignored, missing ones stay ``None``."""
+    model: HierarchyComputationModel | int | None = None
+    policy: OrdinalAdmissionPolicy | int | None = None
+    for i in range(raw.entry_count):
+        item = raw.entries[i]
+        if item.key_type != _KEY_TYPE_UINT64:
+            continue
+        if item.key == _KEY_HIERARCHY_MODEL:
+            value = ctypes.c_int32(item.value.uint_value & 0xFFFFFFFF).value
+            if value in HierarchyComputationModel._value2member_map_:
+                model = HierarchyComputationModel(value)
+            else:
+                model = value
+        elif item.key == _KEY_ADMISSION_POLICY:
+            raw_policy = int(item.value.uint_value)
+            if raw_policy in OrdinalAdmissionPolicy._value2member_map_:
+                policy = OrdinalAdmissionPolicy(raw_policy)
+            else:
+                policy = raw_policy
+    return StageConfig(
+        runtime_default_hierarchy_computation_model=model,
+        runtime_default_ordinal_admission_policy=policy,
+        workers=workers,
+    )

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._abi import MapGroupRaw, ReadGroupRaw
 from ._dlpack import DLDeviceType, DLTensor, ManagedDLTensor
+from ._enums import AttributeSemantic
 from ._errors import ErrorCode, OvstageError
 from ._guards import as_bool_flag, as_index
 from ._lib import exporter
@@ -32,9 +33,16 @@ class AttributeMeta:
 
     __slots__ = ("attribute_write_floor_ordinal", "layout_generation")
 
-    def __init__(self, attribute_write_floor_ordinal: int, layout_generation: int) -> None:
-        self.attribute_write_floor_ordinal = attribute_write_floor_ordinal
-        self.layout_generation = layout_generation
+    def __init__(
+        self, attribute_write_floor_ordinal: Any, layout_generation: int | None = None
+    ) -> None:
+        if layout_generation is None:
+            # AttributeMeta(raw): copy the fields of an ``ovstage_attribute_meta_t``.
+            raw = attribute_write_floor_ordinal
+            attribute_write_floor_ordinal = raw.attribute_write_floor_ordinal
+            layout_generation = raw.layout_generation
+        self.attribute_write_floor_ordinal = int(attribute_write_floor_ordinal)
+        self.layout_generation = int(layout_generation)
 
     def __repr__(self) -> str:
         return (
@@ -198,18 +206,20 @@ class ReadGroup(_GroupBase):
         return int(self._check().read_group_id)
 
     def release(self) -> None:
-        """Release the group (OvstageError(INVALID_HANDLE) if already released)."""
+        """Release the group (OvstageError(INVALID_HANDLE) if already released, or if the
+        group was built without a stage: nothing owns it)."""
         self._check()
         if self._stage is None:
-            self._released = True
-            return
+            raise OvstageError(
+                ErrorCode.INVALID_HANDLE, "ReadGroup built without a stage cannot be released"
+            )
         self._stage.release_group(self)
 
     def __enter__(self) -> ReadGroup:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if not self._released:
+        if not self._released and self._stage is not None:
             self.release()
 
     def __del__(self) -> None:
@@ -243,7 +253,8 @@ class ReadGroup(_GroupBase):
 
     @property
     def ordinal(self) -> int:
-        """The column's latest sealed change ordinal."""
+        """Informational: the newest sealed change ordinal among the group's rows (not the
+        snapshot a read selects)."""
         return int(self._check().ordinal)
 
     @property
@@ -257,9 +268,13 @@ class ReadGroup(_GroupBase):
         return bool(self._check().is_array)
 
     @property
-    def semantic(self) -> int:
-        """The column's AttributeSemantic value."""
-        return int(self._check().semantic)
+    def semantic(self) -> AttributeSemantic | int:
+        """The column's :class:`AttributeSemantic` (a value this package does not know, from a
+        newer library, comes back as the raw ``int``)."""
+        value = int(self._check().semantic)
+        if value in AttributeSemantic._value2member_map_:
+            return AttributeSemantic(value)
+        return value
 
     def array(self, i: int = 0) -> np.ndarray:
         """Read-only zero-copy numpy view of tensor ``i`` in its typed shape (e.g. ``(N, 3)``,

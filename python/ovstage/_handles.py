@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._errors import TIMEOUT_INFINITE, ErrorCode, OvstageError
 from ._warn import warn_finalized
@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from ._stage import Stage
 
 __all__ = ["Map", "OrdinalQuery", "Query", "Read"]
+
+_H = TypeVar("_H", bound="_Handle")
 
 
 class _Handle:
@@ -45,12 +47,14 @@ class _Handle:
             raise OvstageError(self.op.status, self.op.error_message())
         return self.handle
 
-    def wait(self, timeout: int = TIMEOUT_INFINITE) -> None:
-        """Wait for the enqueue that reserved this handle (no-op if created synchronously)."""
-        if self.op is not None and not self.op._consumed:
+    def wait(self: _H, timeout: int = TIMEOUT_INFINITE) -> _H:
+        """Wait for the enqueue that reserved this handle and return the handle, so that
+        ``read.wait().fetch_next()`` works. A second wait raises ``INVALID_HANDLE`` (the
+        reserving Operation was waited); a handle created synchronously has no op: the wait
+        returns at once."""
+        if self.op is not None:
             self.op.wait(timeout)
-        elif self.op is not None and not self.op.ok:
-            raise OvstageError(self.op.status, self.op.error_message())
+        return self
 
     def _drop_op(self) -> None:
         """Detach the reserving op once the handle is released: nobody waits it any more, and

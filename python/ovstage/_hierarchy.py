@@ -204,9 +204,10 @@ class _HierarchyMixin:
             return handle.result()
 
     def fetch_hierarchy_result(
-        self, hierarchy: Hierarchy | int, timeout: int = TIMEOUT_INFINITE
+        self, hierarchy: Hierarchy | int, timeout: int = 0
     ) -> HierarchyResult:
-        """The result of a hierarchy handle (waits up to ``timeout`` ns; TIMEOUT raises).
+        """The result of a hierarchy handle: non-blocking by default, as the reference
+        (``TIMEOUT`` raises while it is pending); ``timeout`` (ns, ours) waits that long.
 
         Paths are strings; the handle keeps its result until it is released.
         """

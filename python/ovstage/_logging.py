@@ -159,12 +159,11 @@ def set_log_callback(
     are dropped, ``NONE`` drops all. ``channel_filter`` is ``"<channel>=<level>,..."`` with
     levels ``verbose|debug|info|warn|warning|error|fatal|none``; a rule also applies to the
     channel's dotted sub-channels (``ovstage=info`` covers ``ovstage.ops``), the most specific
-    rule winning. A malformed filter raises ``OvstageError(INVALID_ARGUMENT)``; installing a
-    callback needs a live :class:`Stage` (``OvstageError(OP_FAILED)`` otherwise).
+    rule winning. A malformed filter raises ``OvstageError(INVALID_ARGUMENT)``. A callback may be
+    installed before any :class:`Stage` exists.
 
     ``None`` clears the callback after delivering the pending messages (from inside the
-    callback itself, pending messages are discarded instead of waited for). Clearing needs
-    no live Stage.
+    callback itself, pending messages are discarded instead of waited for).
     """
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")

@@ -107,36 +107,49 @@ class Operation:
         code, _, _ = self._stage.wait_op(self._op_id, 0)
         return code != ErrorCode.TIMEOUT  # wait_op drops the stage's hold on a finished op
 
-    def wait(self, timeout: int = TIMEOUT_INFINITE) -> None:
-        """Wait for completion; raise :class:`OvstageError` if rejected, failed or timed out.
+    def wait(self, timeout: int = TIMEOUT_INFINITE) -> Operation:
+        """Wait for completion and return this Operation; raise :class:`OvstageError` if the
+        enqueue was rejected, the op failed, timed out, or was already waited.
 
         ``timeout`` is in nanoseconds: 0 polls, ``TIMEOUT_INFINITE`` blocks. On success or
-        failure the op id is released; on ``TIMEOUT`` it stays waitable.
+        failure the op id is released; on ``TIMEOUT`` it stays waitable (and keeps its
+        sources alive).
         """
         timeout_ns = as_timeout(timeout)
         if not self.ok:
             raise OvstageError(self.status, self._message)
         if self._consumed:
-            raise OvstageError(ErrorCode.INVALID_HANDLE, f"op {self._op_id} was already waited")
+            raise OvstageError(
+                ErrorCode.INVALID_HANDLE,
+                f"operation {self._op_id} has already been waited and released",
+            )
         if self._op_id == 0:
             raise OvstageError(ErrorCode.INVALID_HANDLE, "op id 0 is not a valid op")
-        code, error_ids, lowest, root_message = self._stage._wait_op(self._op_id, timeout_ns)
+        stage = self._stage
+        stage._require_live("Operation.wait")
+        self._consumed = True
+        try:
+            code, error_ids, lowest, message = stage._wait_op(self._op_id, timeout_ns)
+        except BaseException:
+            self._consumed = False  # interrupted (Ctrl-C) or the stage went: still waitable
+            raise
         if code == ErrorCode.TIMEOUT:
+            self._consumed = False
             raise OvstageError(
                 ErrorCode.TIMEOUT,
-                f"op {self._op_id} is not complete (lowest pending op in its chain: {lowest})",
+                f"operation {self._op_id} is still pending (lowest pending op id {lowest})",
             )
-        self._consumed = True
         self._keepalive = None
-        stage = self._stage
-        if error_ids:
-            message = root_message or f"op {error_ids[0]} failed"
+        if code != ErrorCode.OK or error_ids:
+            failed = error_ids[0] if error_ids else self._op_id
+            message = message or f"op {failed} failed"
             self._message = message
             self._completed(failed=True)
             stage._release_op_quietly(self._op_id)
-            raise OvstageError(ErrorCode.OP_FAILED, message)
+            raise OvstageError(code if code != ErrorCode.OK else ErrorCode.OP_FAILED, message)
         self._completed(failed=False)
         stage._release_op_checked(self._op_id)
+        return self
 
     def _completed(self, failed: bool) -> None:
         """Called by ``wait()`` once the op finished, while its id is still tracked (a

@@ -210,9 +210,10 @@ class PathDictionary:
         return call(native.InternToken, sid, _check_string(string, "string", "Token"))
 
     def token_to_string(self, token: int) -> str:
-        """The string of a token."""
+        """The string of a token (``""`` for token 0, which is never a token)."""
         sid = self._sid()
-        return call(native.TokenToString, sid, as_uint64(token, "token"))
+        value = as_uint64(token, "token")
+        return "" if value == 0 else call(native.TokenToString, sid, value)
 
     def intern_path(self, path: str) -> int:
         """Intern an absolute prim path ("/" is the root)."""

@@ -16,6 +16,7 @@ from . import _fastpath, _lib
 from ._abi import (
     AttributeWrite,
     CloneResultRaw,
+    ConfigRaw,
     CudaSync,
     FilterRaw,
     MapDesc,
@@ -29,8 +30,9 @@ from ._abi import (
     WriteFloorDesc,
     ovx_string,
 )
+from ._buildinfo import library_version
 from ._clone import CloneOperation, CloneResult
-from ._config import StageConfig, process_config
+from ._config import StageConfig, config_from_c
 from ._cuda import parse_device
 from ._dlpack import DLDataType, DLTensor, make_dltensor, private_dltensor
 from ._enums import AttributeMode, AttributeSemantic, OrdinalAdmissionPolicy, PrimMode, Scope
@@ -61,7 +63,7 @@ from ._placement import Placement, as_placement
 from ._query import Filter, Predicate, QueryResult
 from ._waits import wait_sliced
 
-__all__ = ["OrdinalRange", "Stage", "WriteDesc", "library_version"]
+__all__ = ["OrdinalRange", "Stage", "WriteDesc"]
 
 #: A handle wrapper type built by ``Stage._enqueue_handle``.
 H = TypeVar("H", Query, Read, Map, OrdinalQuery)
@@ -73,12 +75,6 @@ _NDARRAY = np.ndarray
 def _op_finished(wait_op_out: str) -> bool:
     """Whether a native WaitOp answer is not TIMEOUT ("11 ...")."""
     return not wait_op_out.startswith("11 ")
-
-
-def library_version() -> tuple[int, int, int]:
-    """The compatibility version ``(major, minor, patch)`` of the library."""
-    major, minor, patch = call(native.LibraryVersion).split(".")
-    return int(major), int(minor), int(patch)
 
 
 @dataclass
@@ -182,8 +178,6 @@ class Stage(_HierarchyMixin):
     def __init__(self, name: str | None = None, config: StageConfig | None = None) -> None:
         self._destroyed = True
         self._destroying = False
-        self._config_ref = False
-        self._instance_ref = False
         # Sources of large writes (see _hold), by op id: kept alive until the engine reports
         # that the op no longer reads them, whatever happens to its Operation or op id.
         self._holds: dict[int, Any] = {}
@@ -202,33 +196,33 @@ class Stage(_HierarchyMixin):
             raise TypeError(f"config must be a StageConfig or None, got {type(config).__name__}")
         if _lib.forked_child():
             raise _lib.fork_error()
-        workers = 0
-        if config is not None:
-            process_config.acquire(config)
-            self._config_ref = True
-            workers = config.worker_count()
+        workers = 0 if config is None else config.worker_count()
+        raw = None if config is None else config.to_c()
+        self._workers = None if config is None else config.workers
+        self._id = call(native.CreateStage, name or "", workers, _struct_addr(raw))
+        self.name = name
+        _, model, policy = call(native.StageConfig, self._id).split(" ")
+        self._path_lists = PathListBook(self)
         #: The runtime-default hierarchy model captured at creation: what ``RUNTIME_DEFAULT``
         #: names in ``compute_hierarchy`` and what a floor advance runs (the engine resolves it).
-        self.hierarchy_model: int = process_config.default_model()
-        policy = process_config.acquire_instance()
-        self._instance_ref = True
-        try:
-            self._id = call(native.CreateStage, name or "", workers, policy, self.hierarchy_model)
-        except BaseException:
-            self._drop_config_ref()
-            raise
-        self._path_lists = PathListBook(self)
-        self.name = name
-        self.config = config
-        #: The ordinal admission policy the stage captured at creation (the process's).
-        self.ordinal_admission_policy = OrdinalAdmissionPolicy(policy)
+        self.hierarchy_model: int = int(model)
+        #: The ordinal admission policy the stage captured at creation (its process lifetime's).
+        self.ordinal_admission_policy = OrdinalAdmissionPolicy(int(policy))
         self._destroyed = False
+
+    @property
+    def config(self) -> StageConfig:
+        """The process configuration this stage was created in: the entries that started the
+        process lifetime (missing settings stay ``None``; defaults are not filled in), read
+        anew at each access, with this stage's own ``workers``."""
+        addr, _, _ = call(native.StageConfig, self._require_live("config")).split(" ")
+        return config_from_c(ConfigRaw.from_address(int(addr)), self._workers)
 
     # -- lifecycle ------------------------------------------------------------------------
 
     @staticmethod
     def get_version() -> tuple[int, int, int]:
-        """The library version ``(major, minor, patch)``."""
+        """The API version ``(major, minor, patch)``: the same as :func:`library_version`."""
         return library_version()
 
     def _label(self) -> str:
@@ -245,15 +239,6 @@ class Stage(_HierarchyMixin):
             raise _lib.fork_error()
         return self._id
 
-    def _drop_config_ref(self) -> None:
-        """Drop the stage's process references (instance, and configuration if it has one)."""
-        if getattr(self, "_instance_ref", False):
-            self._instance_ref = False
-            process_config.release_instance()
-        if self._config_ref:
-            self._config_ref = False
-            process_config.release()
-
     def destroy(self) -> None:
         """Wait for pending ops and release everything the stage holds (idempotent).
 
@@ -266,7 +251,6 @@ class Stage(_HierarchyMixin):
         self._destroyed = True
         self._holds.clear()  # every op has finished
         self._reported_early.clear()
-        self._drop_config_ref()
 
     def __enter__(self) -> Stage:
         return self
@@ -302,7 +286,9 @@ class Stage(_HierarchyMixin):
     def wait_op(self, op_id: int, timeout: int = TIMEOUT_INFINITE) -> tuple[int, list[int], int]:
         """Raw wait: ``(code, error_op_ids, lowest_pending_op_id)``; no raise, no release.
 
-        ``error_op_ids`` lists failed ops in the waited op's chain, root cause first.
+        ``code`` is ``OK``, ``TIMEOUT``, ``OP_FAILED`` when the op failed (``error_op_ids``
+        then lists the failed ops of its chain, root cause first) or ``INVALID_ARGUMENT`` for
+        an op id the stage does not track (0, unknown or released).
         """
         code, error_ids, lowest, _ = self._wait_op(op_id, timeout)
         return code, error_ids, lowest
@@ -338,8 +324,9 @@ class Stage(_HierarchyMixin):
         return self.wait_op(op_id, timeout)[0]
 
     def release_op(self, op_id: int) -> int:
-        """Forget an op id (returns the status; raises for unknown ids). A pending op keeps
-        running, and the stage keeps its source alive until it no longer reads it."""
+        """Stop tracking a complete op id; returns the status without raising: ``OK``,
+        ``OP_FAILED`` for a pending op (it stays tracked: wait for it first),
+        ``INVALID_HANDLE`` for an unknown or released id, ``INVALID_ARGUMENT`` for 0."""
         op = as_uint64(op_id, "op_id")
         return int(call(native.ReleaseOp, self._require_live("release_op"), op))
 
@@ -383,7 +370,9 @@ class Stage(_HierarchyMixin):
 
     def _release_op_checked(self, op_id: int) -> None:
         # Operation.wait's release: op_id is an engine-minted int (no argument checks).
-        call(native.ReleaseOp, self._require_live("release_op"), op_id)
+        code = call(native.ReleaseOp, self._require_live("release_op"), op_id)
+        if code != ErrorCode.OK:
+            raise OvstageError(code, f"release_op({op_id}) failed after a successful wait")
 
     def _release_op_quietly(self, op_id: int) -> None:
         with contextlib.suppress(OvstageError):
@@ -406,7 +395,7 @@ class Stage(_HierarchyMixin):
         """
         if filter is not None and not isinstance(filter, Filter):
             raise TypeError(f"filter must be a Filter or None, got {type(filter).__name__}")
-        predicates = filter.predicates if filter is not None else []
+        predicates = filter._validated() if filter is not None else []
         if isinstance(attrs, (str, int)):
             raise TypeError(
                 f"attrs must be a sequence of attribute tokens or names, got {type(attrs).__name__}"

@@ -382,6 +382,7 @@ static void test_build_info_and_version(void)
     const ovstage_build_info_t* bi = ovstage_get_build_info();
     uint32_t major = 9, minor = 9, patch = 9;
     char semver[32];
+    char whole[512];
     stage_t s;
     CHECK(bi != NULL);
     if (bi == NULL) {
@@ -398,6 +399,12 @@ static void test_build_info_and_version(void)
     CHECK(major == 0 && minor == 3 && patch == 0);
     snprintf(semver, sizeof semver, "%u.%u.%u+", major, minor, patch);
     CHECK(strncmp(bi->build_string.ptr, semver, strlen(semver)) == 0);
+    /* The build string is assembled from the fields: <semver>+<branch>.<number>.<hash>.<location>. */
+    snprintf(whole, sizeof whole, "%s%.*s.%u.%.*s.%.*s", semver, (int)bi->git_branch.length,
+             bi->git_branch.ptr, bi->build_number, (int)bi->git_hash.length, bi->git_hash.ptr,
+             (int)bi->build_location.length, bi->build_location.ptr);
+    CHECK(bi->build_string.length == strlen(whole) && strcmp(bi->build_string.ptr, whole) == 0);
+    CHECK(bi->git_hash.ptr[bi->git_hash.length] == '\0');
     destroy_stage(&s);
 }
 
@@ -1311,6 +1318,14 @@ static void test_bad_slot_arguments(void)
     CHECK_STATUS(ovstage_query_from_path_list(s.inst, list, NULL), OVSTAGE_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(ovstage_fetch_query_result(s.inst, q, 0, NULL), OVSTAGE_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(ovstage_fetch_query_result(s.inst, 0xabcdef, 0, &qr), OVSTAGE_ERROR_INVALID_HANDLE);
+    /* The null query handle is a bad argument, a stale one a bad handle. */
+    CHECK_STATUS(ovstage_fetch_query_result(s.inst, 0, 0, &qr), OVSTAGE_ERROR_INVALID_ARGUMENT);
+    CHECK_LAST_ERROR("never a valid handle");
+    {
+        float one[3] = {1, 2, 3};
+        CHECK_STATUS(write_f32(&s, 0, "x", 1, one, 3).status, OVSTAGE_ERROR_INVALID_ARGUMENT);
+        CHECK_STATUS(write_f32(&s, 0xabcdef, "x", 1, one, 3).status, OVSTAGE_ERROR_INVALID_HANDLE);
+    }
     CHECK_STATUS(ovstage_release_query_result(s.inst, NULL), OVSTAGE_ERROR_INVALID_ARGUMENT);
     CHECK_REJECTED(ovstage_release_query(s.inst, 0), OVSTAGE_ERROR_INVALID_ARGUMENT);
 

@@ -113,7 +113,7 @@ def test_fail_next_fails_the_op_with_op_failed_and_a_message(stage, make_query) 
     gates.write_gate.fail_next()
     raw = stage.write_attribute(query, "t", 1, f32(1, 2, 3), is_array=False)
     code, error_ids, _ = stage.wait_op(raw.op_id)
-    assert code == ErrorCode.OK, "wait_op succeeds; the failure is in error_op_ids"
+    assert code == ErrorCode.OP_FAILED, "0.3.0: the waited op failed"
     assert error_ids == [raw.op_id]
     assert stage.release_op(raw.op_id) == ErrorCode.OK
 

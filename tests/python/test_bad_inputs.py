@@ -214,12 +214,6 @@ def _double_path_list_release(e: Env) -> None:
     e.paths.destroy_path_list(int(plist))
 
 
-def _double_op_release(e: Env) -> None:
-    op = e.stage.advance_write_floor(1)
-    op.wait()
-    e.stage.release_op(op.op_id)
-
-
 def _wait_twice(e: Env) -> None:
     op = e.stage.advance_write_floor(1)
     op.wait()
@@ -455,12 +449,11 @@ CASES: list[tuple[str, Callable[[Env], Any], Raises | Rejected]] = [
         lambda e: e.stage.query_from_path_list(987654321),
         Raises(OvstageError, 2),
     ),
-    ("forged-op-wait", lambda e: e.stage.wait_op(987654321, 0), Raises(OvstageError, 2)),
-    ("forged-op-release", lambda e: e.stage.release_op(987654321), Raises(OvstageError, 2)),
+    # (0.3.0: wait_op / release_op of a forged or released id return their status without
+    # raising: test_v03_op_tracking.py)
     ("other-stage-group", _other_stage_group, Raises(OvstageError, 2)),
     ("double-group-release", _double_group_release, Raises(OvstageError, 2)),
     ("double-path-list-release", _double_path_list_release, Raises(OvxError, 1)),
-    ("double-op-release", _double_op_release, Raises(OvstageError, 2)),
     ("operation-waited-twice", _wait_twice, Raises(OvstageError, 2)),
     ("forged-token-to-string", lambda e: e.paths.token_to_string(1 << 60), Raises(OvxError, 1)),
     ("forged-path-to-string", lambda e: e.paths.path_to_string(1 << 60), Raises(OvxError, 1)),
@@ -577,7 +570,7 @@ CASES: list[tuple[str, Callable[[Env], Any], Raises | Rejected]] = [
     ),
     (
         "filter-predicates-none",
-        lambda e: ovstage.Filter(None),
+        lambda e: ovstage.Filter(None).to_c(),  # type: ignore[arg-type]
         Raises(TypeError, names=("predicates", "NoneType")),
     ),
     (

@@ -248,7 +248,8 @@ class StageMachine(RuleBasedStateMachine):
             if code == ErrorCode.TIMEOUT:
                 assert 0 < lowest <= op_id, (op_id, lowest)
                 continue
-            assert code == ErrorCode.OK
+            # 0.3.0: a failed op answers OP_FAILED, listing its chain's failures.
+            assert code == (ErrorCode.OP_FAILED if errors else ErrorCode.OK), (code, errors)
             assert bool(errors) == bool(self.model.failures(op_id)), (op_id, errors)
             self._finish(op_id)
 
@@ -822,7 +823,8 @@ class StageMachine(RuleBasedStateMachine):
         model decided it fails."""
         for op_id in self.ops:
             code, errors, _ = self.stage.wait_op(op_id, 0)
-            assert code in (ErrorCode.OK, ErrorCode.TIMEOUT)
+            assert code in (ErrorCode.OK, ErrorCode.TIMEOUT, ErrorCode.OP_FAILED)
+            assert (code == ErrorCode.OP_FAILED) == bool(errors), (op_id, code, errors)
             assert not errors or self.model.failures(op_id), (op_id, errors)
 
     def teardown(self) -> None:

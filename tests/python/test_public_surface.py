@@ -63,6 +63,8 @@ SPEC_ALL = [
     # 0.3.0 additions
     "CloneOperation",
     "CloneResult",
+    "BuildInfo",
+    "get_build_info",
 ]
 
 
@@ -87,4 +89,4 @@ def test_gates_importable_but_not_listed() -> None:
 def test_constants() -> None:
     assert ovstage.TIMEOUT_INFINITE == ovstage.OVSTAGE_TIMEOUT_INFINITE == 2**64 - 1
     assert (ovstage.OVX_API_SUCCESS, ovstage.OVX_API_ERROR) == (0, 1)
-    assert ovstage.library_version() == (0, 2, 1)
+    assert ovstage.library_version() == (0, 3, 0)

@@ -17,6 +17,7 @@ import ovstage
 import pytest
 from ovstage import AttributeSemantic, ErrorCode, Filter, FilterOp, OrdinalRange, OvstageError
 from ovstage import Predicate as P
+from ovstage._abi import OvxString, PredicateRaw
 from readback import assert_rejected, latest
 
 U64 = np.uint64
@@ -85,7 +86,7 @@ def scene(stage, paths, make_query, write_sealed) -> ovstage.Stage:
 # ---------------------------------------------------------------- the built-in support matrix
 
 
-@pytest.mark.parametrize("filter", [None, Filter(), Filter([])], ids=["None", "Filter()", "[]"])
+@pytest.mark.parametrize("filter", [None, Filter([])], ids=["None", "[]"])
 def test_no_predicate_matches_every_held_prim(scene, filter) -> None:
     assert run(scene, filter) == (ALL, SCENE_ATTRS)
 
@@ -368,29 +369,32 @@ def test_attrs_entries_must_be_tokens_or_names(scene) -> None:
 
 def test_filter_entries_must_be_predicates() -> None:
     with pytest.raises(TypeError, match=r"predicates\[1\]"):
-        Filter([P("mass", FilterOp.HAS), ("mass", FilterOp.HAS)])  # type: ignore[list-item]
+        Filter([P("mass", FilterOp.HAS), ("mass", FilterOp.HAS)]).to_c()  # type: ignore[list-item]
 
 
 def test_predicate_values_must_not_be_a_single_string() -> None:
     with pytest.raises(TypeError, match="values"):
-        P("usd-path", FilterOp.IN, "/World")
+        Filter([P("usd-path", FilterOp.IN, "/World")]).to_c()
 
 
 def test_predicate_op_must_be_a_declared_member() -> None:
     with pytest.raises(ValueError, match="op"):
-        P("mass", 8, ["1"])
+        Filter([P("mass", 8, ["1"])]).to_c()
 
 
 def test_predicate_attribute_must_be_a_token_or_name() -> None:
     with pytest.raises(TypeError, match="attribute"):
-        P(1.5, FilterOp.HAS)  # type: ignore[arg-type]
+        Filter([P(1.5, FilterOp.HAS)]).to_c()  # type: ignore[arg-type]
 
 
 def test_predicate_values_are_converted_to_strings() -> None:
-    predicate = P("mass", FilterOp.GT, [1.5])
-    assert predicate.values == ["1.5"]
-    assert predicate.op is FilterOp.GT
-    assert P("mass", 6, (2,)).op is FilterOp.GT
+    raw = Filter([P("mass", FilterOp.GT, [1.5]), P("mass", 6, (2,))]).to_c()
+    assert raw.count == 2
+    predicates = (PredicateRaw * 2).from_address(raw.predicates)
+    assert [p.op for p in predicates] == [FilterOp.GT, FilterOp.GT]
+    assert predicates[0].attribute.string.text() == "mass"
+    values = [(OvxString * 1).from_address(p.values)[0].text() for p in predicates]
+    assert values == ["1.5", "2"]
 
 
 def test_query_after_destroy_raises_invalid_handle(stage) -> None:
@@ -642,7 +646,7 @@ def test_attrs_scope_discovery_to_the_listed_attributes(scene, paths) -> None:
 def test_attrs_do_not_change_the_matched_prims(scene) -> None:
     found, names = run(scene, where(P("usd-prim-type", FilterOp.IN, ["Mesh"])), ["mass"])
     assert found == sorted(p for p, (t, _) in SCENE.items() if t == "Mesh")
-    assert names == ["mass"]
+    assert names == ["mass", "usd-prim-type"], "0.3.0: the predicate's attribute is listed too"
 
 
 def test_empty_attrs_report_no_attribute(scene) -> None:

@@ -33,8 +33,8 @@ def test_stage_context_manager_destroys_and_destroy_is_idempotent() -> None:
 
 
 def test_library_version_matches_the_reference_compatibility_version() -> None:
-    assert ovstage.library_version() == (0, 2, 1)
-    assert ovstage.Stage.get_version() == (0, 2, 1)
+    assert ovstage.library_version() == (0, 3, 0)
+    assert ovstage.Stage.get_version() == (0, 3, 0)
     assert isinstance(ovstage.__version__, str)
     assert ovstage.__version__
 

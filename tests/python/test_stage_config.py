@@ -76,7 +76,7 @@ def test_a_stage_with_a_worker_count_writes_and_reads(workers: int) -> None:
                     }
 
 
-def test_a_conflicting_model_while_another_configured_stage_lives_is_invalid_argument() -> None:
+def test_a_conflicting_model_while_any_stage_lives_is_invalid_argument() -> None:
     cpu = StageConfig(
         runtime_default_hierarchy_computation_model=HierarchyComputationModel.CPU_INCREMENTAL
     )
@@ -100,6 +100,10 @@ def test_a_conflicting_model_while_another_configured_stage_lives_is_invalid_arg
         assert stage.hierarchy_model == HierarchyComputationModel.GPU_GLOBAL
     with ovstage.Stage("plain") as stage:
         assert stage.hierarchy_model == HierarchyComputationModel.CPU_INCREMENTAL
+        # A stage without a config holds the lifetime too (as a C instance does).
+        with pytest.raises(OvstageError) as info:
+            ovstage.Stage("conflict", config=gpu)
+        assert info.value.code == ErrorCode.INVALID_ARGUMENT
 
 
 def test_destroy_releases_the_process_reference_once() -> None:

@@ -139,7 +139,8 @@ def test_an_existing_target_is_prim_not_found_from_fetch_clone_result(stage, src
     stage.clone("/Src", ["/T"], 2)
     op = stage.clone_async("/Src", ["/U", "/T"], 3)
     op_id = op.op_id  # raw: it stays tracked until released
-    assert stage.wait_op(op_id)[0] == ErrorCode.OK  # the raw wait neither raises nor releases
+    # The raw wait answers OP_FAILED for the failed clone (0.3.0) without raising or releasing.
+    assert stage.wait_op(op_id)[0] == ErrorCode.OP_FAILED
     for _ in range(2):  # the op stays tracked: the same answer twice
         with pytest.raises(OvstageError) as info:
             stage.fetch_clone_result(op_id)

@@ -109,9 +109,10 @@ def test_an_advance_without_hierarchy_changes_records_nothing(stage, tree, make_
     assert world(stage, tree, OrdinalRange.between(2, 2)) == {}
 
 
-def test_a_configured_gpu_default_is_what_the_advance_runs(make_query, hierarchy_logs) -> None:
+def test_a_configured_gpu_default_is_what_the_advance_runs(hierarchy_logs) -> None:
     """The stage hands its captured model to the engine: with a GPU runtime default (not in
-    this build) the advance leaves the world matrices alone and says why."""
+    this build) the advance leaves the world matrices alone and says why. No other stage may
+    be alive: it would hold the process lifetime's CPU default (as a C instance does)."""
     gpu = StageConfig(
         runtime_default_hierarchy_computation_model=HierarchyComputationModel.GPU_GLOBAL
     )

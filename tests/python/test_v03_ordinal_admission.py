@@ -24,6 +24,7 @@ from ovstage import (
     StageConfig,
     WriteDesc,
 )
+from ovstage._config import config_from_c
 from readback import latest
 
 CONFLICT = {ErrorCode.OP_FAILED, ErrorCode.WRITE_FLOOR_VIOLATION}
@@ -167,3 +168,27 @@ def test_the_policy_is_process_scoped() -> None:
         plain.destroy()
     with ovstage.Stage("again", config=floor_only) as again:
         assert again.ordinal_admission_policy == OrdinalAdmissionPolicy.FLOOR_ONLY
+
+
+def test_the_policy_entry_crosses_the_boundary_and_reads_back() -> None:
+    """``StageConfig.to_c`` writes the policy as UINT64 entry 1 (an unset one adds nothing),
+    ``config_from_c`` reads it back, and ``Stage.config`` shows the lifetime's entry."""
+    entries = configured(OrdinalAdmissionPolicy.FLOOR_ONLY).to_c()
+    assert entries.entry_count == 1
+    assert (entries.entries[0].key_type, entries.entries[0].key) == (2, 1)
+    assert entries.entries[0].value.uint_value == OrdinalAdmissionPolicy.FLOOR_ONLY
+    assert configured(0).to_c().entries[0].value.uint_value == 0
+    assert StageConfig().to_c().entry_count == 0
+    back = config_from_c(entries, None)
+    assert back == configured(OrdinalAdmissionPolicy.FLOOR_ONLY)
+    assert type(back.runtime_default_ordinal_admission_policy) is OrdinalAdmissionPolicy
+    strict = configured(OrdinalAdmissionPolicy.STRICTLY_INCREASING)
+    with ovstage.Stage("strict", config=strict) as first:
+        assert first.config == strict
+        assert first.ordinal_admission_policy == OrdinalAdmissionPolicy.STRICTLY_INCREASING
+        with ovstage.Stage("inherits") as other:
+            assert other.config == strict, "the entries that started the lifetime"
+            assert other.ordinal_admission_policy == OrdinalAdmissionPolicy.STRICTLY_INCREASING
+    with ovstage.Stage("fresh") as fresh:
+        assert fresh.config == StageConfig()
+        assert fresh.ordinal_admission_policy == OrdinalAdmissionPolicy.NONDECREASING
