@@ -111,6 +111,7 @@ bench: install libovstage
 	$(PYTHON) tests/bench/bench_foundation.py
 	$(PYTHON) tests/bench/bench_async.py
 	$(PYTHON) tests/bench/bench_c_api.py
+	$(PYTHON) tests/bench/bench_typed_reads.py
 
 lint:
 	$(PIP) install -q ruff
