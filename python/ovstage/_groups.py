@@ -16,6 +16,7 @@ from ._lib import exporter
 from ._warn import warn_finalized
 
 if TYPE_CHECKING:
+    from ._handles import Map
     from ._stage import Stage
 
 __all__ = ["AttributeMeta", "MapGroup", "MapGroupRaw", "ReadGroup", "ReadGroupRaw"]
@@ -302,19 +303,32 @@ class MapGroup(_GroupBase):
 
     _readonly_default = False
 
-    def __init__(self, raw: MapGroupRaw, stage: Stage | None = None, group_id: int = 0) -> None:
+    def __init__(self, raw: MapGroupRaw, mapping: Map | None = None) -> None:
+        """A view of ``raw`` belonging to the session ``mapping`` (None: a detached view).
+        Its accessors raise ``INVALID_HANDLE`` once it was committed or the session ended."""
         self.raw = raw
-        self._stage = stage
+        self._stage: Stage | None = None if mapping is None else mapping._stage
         self._released = False
-        self._id = group_id
-        # The session (a Map) this group came from: a group keeps its session alive, so the
-        # Map's finalizer cannot unmap it while the group is still being filled.
-        self._session: object = None
+        self._id = 0
+        # The session this group came from: a group keeps its session alive, so the Map's
+        # finalizer cannot unmap it while the group is still being filled.
+        self._session = mapping
 
     @classmethod
-    def _from_native(cls, addr: int, group_id: int, stage: Stage) -> MapGroup:
+    def _from_native(
+        cls, addr: int, group_id: int, stage: Stage, mapping: Map | None = None
+    ) -> MapGroup:
         """The group whose ``ovstage_map_group_t`` the engine laid out at ``addr``."""
-        return cls(MapGroupRaw.from_address(addr), stage, group_id)
+        group = cls(MapGroupRaw.from_address(addr), mapping)
+        group._stage, group._id = stage, group_id
+        return group
+
+    def _check(self) -> ReadGroupRaw | MapGroupRaw:
+        if self._session is not None and self._session._released:
+            raise OvstageError(
+                ErrorCode.INVALID_HANDLE, "MapGroup accessor called after its map session ended"
+            )
+        return super()._check()
 
     def _group_id(self) -> int:
         self._check()

@@ -852,10 +852,10 @@ class Stage(_HierarchyMixin):
         if fetched is None:
             return None
         addr, group_id = fetched.split(" ")
-        group = MapGroup._from_native(int(addr), int(group_id), self)
-        if isinstance(mapping, Map):
-            mapping._groups.append(group)
-            group._session = mapping
+        session = mapping if isinstance(mapping, Map) else None
+        group = MapGroup._from_native(int(addr), int(group_id), self, session)
+        if session is not None:
+            session._groups.append(group)
         return group
 
     def unmap_group(

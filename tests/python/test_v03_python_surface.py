@@ -102,6 +102,27 @@ def test_map_session_calls_take_mapping(stage: ovstage.Stage, make_query: MakeQu
     stage.unmap_attribute(mapping=mapping).wait()
 
 
+def test_map_group_takes_raw_and_mapping(stage: ovstage.Stage, make_query: MakeQuery) -> None:
+    assert list(inspect.signature(ovstage.MapGroup).parameters) == ["raw", "mapping"]
+    query = make_query(AB)
+    dtype = ovstage.numpy_to_dldatatype(np.float32)
+    mapping = stage.map_attribute(query, "m", 1, dtype=dtype)
+    fetched = mapping.fetch_next()
+    assert fetched is not None
+    view = ovstage.MapGroup(fetched.raw, mapping)  # a second view of the same group
+    assert view.prim_count == fetched.prim_count == 2
+    assert ovstage.MapGroup(fetched.raw).tensor_count == 1  # a detached view
+    mapping.unmap_group(fetched).wait()
+    with pytest.raises(OvstageError) as committed:
+        fetched.prim_count  # noqa: B018
+    assert committed.value.code == ErrorCode.INVALID_HANDLE
+    mapping.unmap().wait()
+    with pytest.raises(OvstageError) as ended:
+        view.prim_count  # noqa: B018
+    assert ended.value.code == ErrorCode.INVALID_HANDLE
+    assert "map session ended" in ended.value.message
+
+
 def test_fetch_hierarchy_result_does_not_block(
     stage: ovstage.Stage, make_query: MakeQuery, paths: ovstage.PathDictionary
 ) -> None:
