@@ -22,6 +22,9 @@ type opSpec struct {
 	// async ops never run inline on the enqueuing thread (long work that should overlap
 	// with the caller, such as a large deferred copy).
 	async bool
+	// event is a placed op's availability event: run records it; when the op never runs (an
+	// input or its gate failed) its cleanup does, so every accepted op records once.
+	event *eventRecord
 }
 
 // stageOp is the engine side of one op: scheduler state, the stage bookkeeping its completion
@@ -48,13 +51,26 @@ type stageOp struct {
 	heldSource bool
 	gate       *Gate
 	run        func(op *sched.Op) error
+	// event is recorded by Cleanup when the op never ran (opSpec.event); ran says it did.
+	event *eventRecord
+	ran   bool
 }
 
 // Run does the op's work.
-func (o *stageOp) Run(op *sched.Op) error { return o.run(op) }
+func (o *stageOp) Run(op *sched.Op) error {
+	o.ran = true
+	return o.run(op)
+}
 
-// Cleanup forgets the op's pending-mutation / pending-advance bookkeeping.
-func (o *stageOp) Cleanup(*sched.Op) { o.s.opFinished(o) }
+// Cleanup records the availability event of an op that never ran (the op has failed
+// already, so a refused record changes nothing), then forgets the op's pending-mutation /
+// pending-advance bookkeeping.
+func (o *stageOp) Cleanup(*sched.Op) {
+	if !o.ran {
+		_ = o.event.record()
+	}
+	o.s.opFinished(o)
+}
 
 // Admit passes the op's test gate (sched calls it only for gated ops).
 func (o *stageOp) Admit(op *sched.Op) error {
@@ -71,7 +87,8 @@ type startItem struct {
 // enqueueLocked registers and submits an op described by spec. s.mu must be held.
 func (s *Stage) enqueueLocked(spec opSpec) *sched.Op {
 	o := &stageOp{ordinal: spec.ordinal, mutation: spec.mutation, advance: spec.advance,
-		writes: spec.writes, fp: spec.fp, clone: spec.clone, cloneTo: spec.cloneTo, gate: spec.gate, run: spec.run}
+		writes: spec.writes, fp: spec.fp, clone: spec.clone, cloneTo: spec.cloneTo, gate: spec.gate, run: spec.run,
+		event: spec.event}
 	return s.enqueueOpLocked(o, o, spec.deps, spec.inputs, spec.async)
 }
 

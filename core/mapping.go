@@ -132,8 +132,9 @@ func (s *Stage) MapAttribute(req MapRequest) (uint64, uint64, error) {
 		return 0, 0, status.Errorf(status.InvalidArgument, "element_sizes has %d entries for a query of %d prims", len(sizes), len(q.Paths))
 	}
 	m := &Map{Handle: newHandle(), q: q, w: w, event: event}
+	// The setup records the session's event only when it is cancelled before it ran.
 	m.Op = s.enqueueLocked(opSpec{inputs: []*sched.Op{q.Producer}, mutation: true, ordinal: req.Ordinal,
-		fp: mapFootprint(w), run: func(op *sched.Op) error { return s.prepareMap(op, m, sizes) }})
+		fp: mapFootprint(w), event: event, run: func(op *sched.Op) error { return s.prepareMap(op, m, sizes) }})
 	q.addUserLocked(m.Op)
 	s.maps[m.Handle] = m
 	return m.Handle, m.Op.ID, nil
@@ -441,7 +442,7 @@ func (s *Stage) enqueueCommitLocked(m *Map, groups []*MapGroup, final bool, sync
 	// A placed session records its event once per accepted commit, after it ran (whatever its
 	// outcome); a refused record fails the commit op but leaves the session as the commit did.
 	op := s.enqueueLocked(opSpec{deps: deps, mutation: true, ordinal: m.w.ordinal,
-		writes: []uint64{m.w.attr}, fp: mapFootprint(m.w), run: func(op *sched.Op) error {
+		writes: []uint64{m.w.attr}, fp: mapFootprint(m.w), event: m.event, run: func(op *sched.Op) error {
 			err := commit(op)
 			if rerr := m.event.record(); err == nil {
 				err = rerr

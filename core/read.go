@@ -179,7 +179,7 @@ func (s *Stage) ReadAttributesPlaced(qh uint64, attrs []uint64, rng OrdinalRange
 		r.groups = groups
 		r.Op = s.registerDoneLocked()
 	} else {
-		r.Op = s.enqueueLocked(opSpec{deps: deps, inputs: []*sched.Op{q.Producer}, gate: QueryGate, run: func(*sched.Op) error {
+		r.Op = s.enqueueLocked(opSpec{deps: deps, inputs: []*sched.Op{q.Producer}, gate: QueryGate, event: event, run: func(*sched.Op) error {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			if err := s.checkLiveLocked(); err != nil {

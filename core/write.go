@@ -628,7 +628,6 @@ func batchAvailability(reqs []WriteRequest, ws []*preparedWrite) (*eventRecord, 
 // storage, allocated together.
 type writeOp struct {
 	stageOp
-	event       *eventRecord // the placed op's availability event (nil: none)
 	q           *Query
 	ws          []*preparedWrite
 	sharedAttrs bool // some attribute has several entries
@@ -646,6 +645,7 @@ type writeOp struct {
 // Run applies the entries (on a worker, or inline when the op is ready at enqueue).
 // The availability event is recorded after the entries, whatever their outcome.
 func (o *writeOp) Run(op *sched.Op) error {
+	o.ran = true
 	err := o.s.applyWrites(op, o)
 	if rerr := o.event.record(); err == nil {
 		err = rerr

@@ -393,6 +393,30 @@ def test_availability_event_is_recorded_once_per_op(stage, query, fake) -> None:
     # (a record CUDA refuses: core/availability_test.go, where the fake's misuse count is expected)
 
 
+def test_an_op_that_never_ran_records_its_event_once(stage, query, fake) -> None:
+    # An accepted placed op records its event even when it never runs: here the write gate's
+    # fail_next fails it before it starts. A map setup records only in that case.
+    event = fake.new_event(1)
+    on1 = ovstage.Placement(CUDA, 1, availability_event=event)
+    values = np.array([1, 2, 3], np.float32)
+    gates = ovstage.gates
+    gates.write_gate.reset()
+    try:
+        gates.write_gate.fail_next()
+        write = stage.write_attribute(query, "t", 1, values, is_array=False, placement=on1)
+        expect_error(write, ErrorCode.OP_FAILED, "fail_next")
+        assert fake.event_records(event) == 1
+        stage.write_attribute(query, "t", 1, values, is_array=False).wait()
+        gates.write_gate.fail_next()
+        mapped = stage.map_attribute(query, "t", 2, placement=on1)
+        with pytest.raises(ovstage.OvstageError) as info:
+            mapped.wait()
+        assert info.value.code == ErrorCode.OP_FAILED
+        assert fake.event_records(event) == 2, "a setup cancelled before it ran records once"
+    finally:
+        gates.write_gate.reset()
+
+
 def test_array_maps_cannot_stage_on_cuda(stage, query, fake) -> None:
     mapped = stage.map_attribute(
         query,
