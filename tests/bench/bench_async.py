@@ -179,7 +179,7 @@ def pipelined_seconds(workers: int, attrs: int, ordinals: int, prims: int, lanes
         with stage.read_attributes(query, [names[-1]], OrdinalRange.latest(ordinals + 1)) as rd:
             for group in rd.groups():
                 with group:
-                    assert float(group.array(0)[0]) == attrs - 1
+                    assert float(group.array(0).reshape(-1)[0]) == attrs - 1  # typed rows: flatten
         return elapsed
 
 
