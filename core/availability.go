@@ -8,7 +8,6 @@ import (
 	"github.com/ovstage-go/ovstage/core/column"
 	"github.com/ovstage-go/ovstage/core/cuda"
 	"github.com/ovstage-go/ovstage/core/status"
-	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // Availability is the part of a placement (ovstage_placement_t) beyond its device: Placed says
@@ -65,23 +64,17 @@ func (r *eventRecord) record() error {
 // readPlacement resolves the device a placed read serves: zero (unplaced: each column's
 // current copy), the host, or a CUDA device that must exist.
 func readPlacement(device column.Placement) (column.Placement, error) {
-	switch {
-	case device == (column.Placement{}):
-		return device, nil
-	case device == column.Host:
-		return column.Host, nil
-	case (device.DeviceType == tensor.DeviceCUDA || device.DeviceType == tensor.DeviceCUDAManaged) && device.DeviceID >= 0:
-		p := column.CUDA(device.DeviceID)
-		if _, err := cuda.Get(int(p.DeviceID)); err != nil {
-			if status.CodeOf(err) == status.NotSupported {
-				return p, placementNeedsGPU(p, err)
-			}
-			return p, status.Errorf(status.CodeOf(err), "placement: %s", status.MessageOf(err))
-		}
-		return p, nil
+	p, err := explicitPlacement(device, "placement")
+	if err != nil || !p.IsCUDA() {
+		return p, err
 	}
-	return device, status.Errorf(status.InvalidArgument,
-		"placement: (device_type %d, device_id %d) is not a placement: use cpu (1, 0) or cuda:N (2, N)", device.DeviceType, device.DeviceID)
+	if _, err := cuda.Get(int(p.DeviceID)); err != nil {
+		if status.CodeOf(err) == status.NotSupported {
+			return p, placementNeedsGPU(p, err)
+		}
+		return p, status.Errorf(status.CodeOf(err), "placement: %s", status.MessageOf(err))
+	}
+	return p, nil
 }
 
 // placeGroups points the groups' tensors at copies on place: a buffer already there is served

@@ -39,17 +39,6 @@ func (e *historyEntry) hasPrim(p uint64) bool {
 	return e.set[p]
 }
 
-// covers reports whether the entry changes attr's cell on prim (a creation changes no cell).
-func (e *historyEntry) covers(attr, prim uint64) bool {
-	switch e.kind {
-	case historyAttrDelete:
-		return slices.Contains(e.attrs, attr) && e.hasPrim(prim)
-	case historyPrimDelete:
-		return e.hasPrim(prim)
-	}
-	return false
-}
-
 // firstPrim returns the first of prims the entry names (ok=false when none).
 func (e *historyEntry) firstPrim(prims []uint64) (uint64, bool) {
 	for _, p := range prims {

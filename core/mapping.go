@@ -267,15 +267,6 @@ func (s *Stage) newMapGroupLocked(m *Map, col *column.Column, prims []uint64, si
 	return g, nil
 }
 
-// MapStagesOnDevice reports whether map session h stages on a CUDA device (false for an
-// unknown handle).
-func (s *Stage) MapStagesOnDevice(h uint64) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m, ok := s.maps[h]
-	return ok && m.w.place.IsCUDA()
-}
-
 func (s *Stage) mapLocked(h uint64) (*Map, error) {
 	if err := s.checkLiveLocked(); err != nil {
 		return nil, err

@@ -59,20 +59,28 @@ func onDevice(t tensor.Tensor) bool {
 	return t.DeviceType == tensor.DeviceCUDA || t.DeviceType == tensor.DeviceCUDAManaged
 }
 
+// explicitPlacement normalizes a requested device (a write's device, a read's or map's
+// placement): zero (none given), the host (cpu:0) or cuda:N. CUDA-managed memory is
+// addressable everywhere: its copy lives on the named device. arg names the argument.
+func explicitPlacement(device column.Placement, arg string) (column.Placement, error) {
+	switch {
+	case device == (column.Placement{}):
+		return device, nil
+	case device.DeviceType == tensor.DeviceCPU && device.DeviceID == 0:
+		return column.Host, nil
+	case (device.DeviceType == tensor.DeviceCUDA || device.DeviceType == tensor.DeviceCUDAManaged) && device.DeviceID >= 0:
+		return column.CUDA(device.DeviceID), nil
+	}
+	return column.Placement{}, status.Errorf(status.InvalidArgument,
+		"%s: (device_type %d, device_id %d) is not a placement: use cpu (1, 0) or cuda:N (2, N)",
+		arg, device.DeviceType, device.DeviceID)
+}
+
 // resolvePlacement decides where a write's column lives: the explicit device when given, else
 // the source's device.
 func resolvePlacement(t tensor.Tensor, explicit column.Placement, name string) (column.Placement, error) {
 	if explicit != (column.Placement{}) {
-		switch {
-		case explicit.DeviceType == tensor.DeviceCPU && explicit.DeviceID == 0:
-			return column.Host, nil
-		case (explicit.DeviceType == tensor.DeviceCUDA || explicit.DeviceType == tensor.DeviceCUDAManaged) && explicit.DeviceID >= 0:
-			// managed memory is addressable everywhere: its copy lives on the named device
-			return column.CUDA(explicit.DeviceID), nil
-		}
-		return column.Placement{}, status.Errorf(status.InvalidArgument,
-			"device: (device_type %d, device_id %d) is not a placement: use cpu (1, 0) or cuda:N (2, N)",
-			explicit.DeviceType, explicit.DeviceID)
+		return explicitPlacement(explicit, "device")
 	}
 	switch t.DeviceType {
 	case tensor.DeviceCPU, tensor.DeviceCUDAHost:

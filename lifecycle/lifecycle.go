@@ -243,11 +243,3 @@ func (p *Process) Bootstrapped() bool {
 	defer p.mu.Unlock()
 	return p.activeLocked()
 }
-
-// ResolveModel turns RUNTIME_DEFAULT into the model an instance captured; other ids pass.
-func (c Capture) ResolveModel(model int32) int32 {
-	if uint64(model) == ModelRuntimeDefault && c.Settings.HierarchyModel != 0 {
-		return int32(c.Settings.HierarchyModel)
-	}
-	return model
-}

@@ -217,19 +217,6 @@ func (c *Column) StageCount() uint64 {
 	return c.staged
 }
 
-// latestPendingLocked is the ordinal of row r's latest unsealed change (0 if none). Only error
-// messages need it, so it is searched for rather than maintained per write.
-func (c *Column) latestPendingLocked(r int32) uint64 {
-	for i := len(c.pending) - 1; i >= 0; i-- {
-		for _, x := range c.pending[i].Rows {
-			if x == r {
-				return c.pending[i].Ordinal
-			}
-		}
-	}
-	return 0
-}
-
 func (c *Column) existingRows(prims []uint64) []int32 {
 	rows := make([]int32, 0, len(prims))
 	for _, p := range prims {

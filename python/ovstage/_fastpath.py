@@ -177,6 +177,6 @@ def write(
         if not isinstance(err, OvstageError) or err.code == _FALLBACK:
             return None
         return Operation(stage, err.code, 0, message=err.message)
-    if array.nbytes >= DEFER_COPY_BYTES:
+    if nbytes >= DEFER_COPY_BYTES:
         stage._hold(op_id, array)
     return Operation._accepted(stage, op_id)

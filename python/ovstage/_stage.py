@@ -565,8 +565,7 @@ class Stage(_HierarchyMixin):
         qh = _handle_of(query, Query, "query")
         ordinal = as_uint64(ordinal, "ordinal")
         mode = as_enum(prim_mode, PrimMode, "prim_mode")
-        event = 0 if cuda_event is None else as_uint64(cuda_event, "cuda_event")
-        stream = 0 if cuda_stream is None else as_uint64(cuda_stream, "cuda_stream")
+        stream, event = _cuda_sync(cuda_event, cuda_stream)
         placement = as_placement(placement)
         device_type, device_id = parse_device(device)
         if placement is not None and device is not None:
@@ -877,7 +876,7 @@ class Stage(_HierarchyMixin):
         mh = _handle_of(mapping, Map, "mapping")
         if not isinstance(group, MapGroup):
             raise TypeError(f"group must be a MapGroup, got {type(group).__name__}")
-        stream, event = _unmap_sync(cuda_event, cuda_stream)
+        stream, event = _cuda_sync(cuda_event, cuda_stream)
         gid = group._group_id()
         group._mark_released()  # before the call: no other thread uses it from now on
         op = self._enqueue("unmap_group", native.UnmapGroup, mh, gid, stream, event)
@@ -899,7 +898,7 @@ class Stage(_HierarchyMixin):
         ``cuda_stream`` behave as in :meth:`unmap_group`.
         """
         mh = _handle_of(mapping, Map, "mapping")
-        stream, event = _unmap_sync(cuda_event, cuda_stream)
+        stream, event = _cuda_sync(cuda_event, cuda_stream)
         op = self._enqueue("unmap_attribute", native.UnmapAttribute, mh, stream, event)
         if op.ok and isinstance(mapping, Map):
             mapping._released = True
@@ -1143,10 +1142,11 @@ def _sparsity(
     return n or 0, imap, words
 
 
-def _unmap_sync(cuda_event: Any, cuda_stream: Any) -> tuple[int, int]:
-    """An unmap's write-done sync ``(stream, event)``: each ``None`` or a uint64."""
-    event = 0 if cuda_event is None else as_uint64(cuda_event, "cuda_event")
-    stream = 0 if cuda_stream is None else as_uint64(cuda_stream, "cuda_stream")
+def _cuda_sync(cuda_event: Any, cuda_stream: Any, label: str = "") -> tuple[int, int]:
+    """A CUDA sync ``(stream, event)`` (ovstage_cuda_sync_t) of a write, batch entry or unmap:
+    each ``None`` (0) or a uint64, the event checked first."""
+    event = 0 if cuda_event is None else as_uint64(cuda_event, f"{label}cuda_event")
+    stream = 0 if cuda_stream is None else as_uint64(cuda_stream, f"{label}cuda_stream")
     return stream, event
 
 
@@ -1210,10 +1210,7 @@ class _Payload:
         sem = as_int32(desc.semantic, f"{label}semantic")
         attr_mode = _attribute_mode(desc.attribute_mode, f"{label}attribute_mode")
         n, imap, words = _sparsity(desc.index_map, desc.mask, desc.count, label)
-        event = 0 if desc.cuda_event is None else as_uint64(desc.cuda_event, f"{label}cuda_event")
-        stream = (
-            0 if desc.cuda_stream is None else as_uint64(desc.cuda_stream, f"{label}cuda_stream")
-        )
+        stream, event = _cuda_sync(desc.cuda_event, desc.cuda_stream, label)
         rejection = None
         tensors = _as_dltensors(desc.tensors, label)
         array = (DLTensor * len(tensors))(*tensors)

@@ -118,20 +118,29 @@ def python_read(prims: int, samples: int) -> float:
         stage.write_attribute(query, name, 1, np.ones(prims, np.float32), is_array=False).wait()
         stage.advance_write_floor(1).wait()
 
-        def read() -> None:
-            with stage.read_attributes(query, [name], OrdinalRange.latest(1)) as rd:
-                for group in rd.groups():
-                    with group:
-                        view = np.from_dlpack(group.dlpack(0))
-                        assert view.shape[0] == prims
+        return read_median_us(stage, query, name, prims, samples)
 
-        times = []
-        for i in range(samples + 20):  # the first 20: warm-up
-            t0 = time.perf_counter_ns()
-            read()
-            if i >= 20:
-                times.append(time.perf_counter_ns() - t0)
-        return statistics.median(times) / 1000
+
+def read_median_us(
+    stage: ovstage.Stage, query: ovstage.Query, attr: str, prims: int, samples: int
+) -> float:
+    """Median microseconds of one latest read of `attr` (read, groups, ``np.from_dlpack``)
+    over `samples` reads after 20 warm-up reads."""
+
+    def read() -> None:
+        with stage.read_attributes(query, [attr], OrdinalRange.latest(1)) as rd:
+            for group in rd.groups():
+                with group:
+                    view = np.from_dlpack(group.dlpack(0))
+                    assert view.shape[0] == prims
+
+    times = []
+    for i in range(samples + 20):  # the first 20: warm-up
+        t0 = time.perf_counter_ns()
+        read()
+        if i >= 20:
+            times.append(time.perf_counter_ns() - t0)
+    return statistics.median(times) / 1000
 
 
 # ---------------------------------------------------------------- the table

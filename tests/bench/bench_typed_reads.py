@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 
 import numpy as np
 import ovstage
-from ovstage import AttributeSemantic, OrdinalRange
+from bench_c_api import read_median_us
+from ovstage import AttributeSemantic
 
 COLUMNS = (
     ("float32", np.float32, 1, AttributeSemantic.NONE),
@@ -43,21 +42,7 @@ def read_median(prims: int, samples: int) -> dict[str, float]:
                 ).wait()
             stage.advance_write_floor(1).wait()
             for name, *_layout in COLUMNS:
-
-                def read(attr: str = name) -> None:
-                    with stage.read_attributes(query, [attr], OrdinalRange.latest(1)) as rd:
-                        for group in rd.groups():
-                            with group:
-                                view = np.from_dlpack(group.dlpack(0))
-                                assert view.shape[0] == prims
-
-                times = []
-                for i in range(samples + 20):  # the first 20: warm-up
-                    t0 = time.perf_counter_ns()
-                    read()
-                    if i >= 20:
-                        times.append(time.perf_counter_ns() - t0)
-                medians[name] = statistics.median(times) / 1000
+                medians[name] = read_median_us(stage, query, name, prims, samples)
     return medians
 
 
