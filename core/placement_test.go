@@ -200,14 +200,7 @@ func (g *gpuFixture) writeReq(req WriteRequest) error {
 // readGroup returns the single group of a latest read (the caller releases it).
 func (g *gpuFixture) readGroup() *Group {
 	g.t.Helper()
-	h, op, err := g.s.ReadAttributes(g.query, []uint64{g.attr}, OrdinalRange{End: 100})
-	require.NoError(g.t, err)
-	g.wait(op)
-	grp, err := g.s.FetchReadNext(h, TimeoutInfinite)
-	require.NoError(g.t, err)
-	_, err = g.s.ReleaseRead(h)
-	require.NoError(g.t, err)
-	return grp
+	return g.placedGroup(column.Placement{}, Availability{}) // unplaced: ReadAttributes
 }
 
 func TestDeviceWriteStaysOnTheDevice(t *testing.T) {
