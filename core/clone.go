@@ -125,12 +125,7 @@ func (s *Stage) isUnder(p, anc uint64) bool {
 // subtreeLocked lists root and every held prim below it (by path components, so descendants
 // under a prim the stage does not hold are included), sorted by path id.
 func (s *Stage) subtreeLocked(root uint64) []uint64 {
-	out := []uint64{root}
-	for p := range s.prims.all() {
-		if p != root && s.isUnder(p, root) {
-			out = append(out, p)
-		}
-	}
+	out := append([]uint64{root}, s.prims.under(root, s.dict.Parent)...)
 	slices.Sort(out[1:])
 	return out
 }
@@ -283,6 +278,9 @@ func (s *Stage) planCloneLocked(src uint64, dsts []uint64, ordinal, seq uint64) 
 	}
 	for a, cols := range s.columns {
 		for _, c := range cols {
+			if !slices.ContainsFunc(plan.subtree, c.Live) {
+				continue // Committed would find nothing, and it costs the column's pending rows
+			}
 			cs := cloneSource{col: c, attr: a}
 			c.Committed(plan.subtree, func(k int, v []byte) {
 				cs.prims = append(cs.prims, k)

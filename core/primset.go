@@ -19,6 +19,12 @@ type primSet struct {
 	bits     []uint64            // bitset over path indices, while dense
 	sparse   map[uint64]struct{} // once too sparse for bits
 	children map[uint64]map[uint64]struct{}
+	// below and weight index the members by path, for subtree walks (clones): below[q] holds
+	// the children c of path q that are members or have members under them, weight[c] counts
+	// the members at or under c. Built on the first subtree walk and maintained from then on,
+	// so a walk visits the subtree (and the unheld paths on the way), never the whole set.
+	below  map[uint64]map[uint64]struct{}
+	weight map[uint64]int
 }
 
 // bitsWorthIt reports whether a bitset covering ids up to maxID costs no more than about
@@ -66,6 +72,9 @@ func (s *primSet) add(p uint64, parent func(uint64) uint64) bool {
 	if s.children != nil {
 		s.link(p, parent(p))
 	}
+	if s.below != nil {
+		s.occupy(p, parent, 1)
+	}
 	return true
 }
 
@@ -88,7 +97,64 @@ func (s *primSet) remove(p uint64, parent func(uint64) uint64) bool {
 			delete(s.children, par)
 		}
 	}
+	if s.below != nil {
+		s.occupy(p, parent, -1)
+	}
 	return true
+}
+
+// occupy adds delta (+1 or -1) to the weight of member p and each of its ancestors below the
+// root, linking a path into below when it gains its first member and unlinking it when it
+// loses its last.
+func (s *primSet) occupy(p uint64, parent func(uint64) uint64, delta int) {
+	for c, par := p, parent(p); par != 0; c, par = par, parent(par) {
+		w := s.weight[c] + delta
+		switch {
+		case w <= 0:
+			delete(s.weight, c)
+			delete(s.below[par], c)
+			if len(s.below[par]) == 0 {
+				delete(s.below, par)
+			}
+		case w == 1:
+			s.weight[c] = w
+			kids := s.below[par]
+			if kids == nil {
+				kids = map[uint64]struct{}{}
+				s.below[par] = kids
+			}
+			kids[c] = struct{}{}
+		default:
+			s.weight[c] = w
+		}
+	}
+}
+
+// under lists the members strictly below path root, by path components (a member under a
+// path that is not itself a member counts), in no particular order.
+func (s *primSet) under(root uint64, parent func(uint64) uint64) []uint64 {
+	if s.below == nil {
+		s.below, s.weight = map[uint64]map[uint64]struct{}{}, map[uint64]int{}
+		for q := range s.all() {
+			s.occupy(q, parent, 1)
+		}
+	}
+	var out []uint64
+	var todo []uint64
+	for c := range s.below[root] {
+		todo = append(todo, c)
+	}
+	for len(todo) > 0 {
+		c := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if s.has(c) {
+			out = append(out, c)
+		}
+		for k := range s.below[c] {
+			todo = append(todo, k)
+		}
+	}
+	return out
 }
 
 func (s *primSet) link(p, par uint64) {

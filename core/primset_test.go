@@ -56,3 +56,52 @@ func TestPrimSetKeepsADictionarysPathsAsBits(t *testing.T) {
 	assert.NotNil(t, s.sparse)
 	assert.ElementsMatch(t, append(paths, other), slices.Collect(s.all()))
 }
+
+// under walks the path index: it finds members below paths that are not members themselves,
+// and stays right as members come and go after the index was built (compared with a scan of
+// every member).
+func TestPrimSetUnderFollowsAddsAndRemoves(t *testing.T) {
+	// Decimal digits are path components: 1 is the root, 12 is /2, 123 is /2/3.
+	parent := func(p uint64) uint64 { return p / 10 }
+	isUnder := func(p, anc uint64) bool {
+		for ; p != 0; p = parent(p) {
+			if p == anc {
+				return true
+			}
+		}
+		return false
+	}
+	var s primSet
+	scan := func(root uint64) []uint64 {
+		var out []uint64
+		for p := range s.all() {
+			if p != root && isUnder(p, root) {
+				out = append(out, p)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	walk := func(root uint64) []uint64 {
+		out := s.under(root, parent)
+		slices.Sort(out)
+		return out
+	}
+	for _, p := range []uint64{12, 1234, 12345, 1235, 13, 1311} {
+		s.add(p, parent)
+	}
+	assert.Equal(t, []uint64{1234, 1235, 12345}, walk(12), "1234 and 1235 sit below 123, which is no member")
+	assert.Equal(t, []uint64{1311}, walk(13))
+	s.add(123, parent)
+	s.add(1236, parent)
+	assert.True(t, s.remove(1234, parent))
+	assert.True(t, s.remove(1311, parent))
+	assert.Equal(t, []uint64{123, 1235, 1236, 12345}, walk(12))
+	assert.Empty(t, walk(13))
+	assert.True(t, s.remove(12345, parent))
+	assert.Empty(t, walk(1234), "nothing is left below 1234")
+	for _, root := range []uint64{1, 12, 123, 13, 1234} {
+		assert.Equal(t, scan(root), walk(root), "below %d", root)
+	}
+	assert.Empty(t, s.below[131], "emptied paths leave the index")
+}

@@ -8,6 +8,7 @@
 package pathdict
 
 import (
+	"slices"
 	"strings"
 	"sync"
 )
@@ -32,6 +33,15 @@ type pathEntry struct {
 	depth  int
 }
 
+// tokenEntry is one interned token and the first path made with it as last component. Most
+// tokens end one path only (the "p7" of "/bench/p7"), so that child is found here, in a dense
+// table, and only a token's later parents go through the pathIDs index.
+type tokenEntry struct {
+	text        string
+	firstParent Path // 0 while no path ends in this token
+	firstChild  Path
+}
+
 type pathList struct {
 	paths []Path
 	refs  int
@@ -41,10 +51,10 @@ type pathList struct {
 type Dictionary struct {
 	tags     tags // this dictionary's handle tags, fixed at New
 	mu       sync.RWMutex
-	tokenIDs map[string]Token
-	tokens   []string // by token index (0 unused)
-	pathIDs  map[[2]uint64]Path
-	paths    []pathEntry // by path index; index 1 is the root "/"
+	tokenIDs tokenIndex
+	tokens   []tokenEntry       // by token index (0 unused)
+	pathIDs  map[[2]uint64]Path // (parent, last) of the paths not a token's first child
+	paths    []pathEntry        // by path index; index 1 is the root "/"
 	listMu   sync.Mutex
 	lists    map[ListID]*pathList
 	nextList uint64 // index of the last list made
@@ -54,8 +64,8 @@ type Dictionary struct {
 func New() *Dictionary {
 	return &Dictionary{
 		tags:     newTags(),
-		tokenIDs: map[string]Token{},
-		tokens:   []string{""},
+		tokenIDs: newTokenIndex(),
+		tokens:   []tokenEntry{{}},
 		pathIDs:  map[[2]uint64]Path{},
 		paths:    []pathEntry{{}, {}},
 		lists:    map[ListID]*pathList{},
@@ -91,18 +101,17 @@ func (d *Dictionary) InternToken(s string) (Token, error) {
 func (d *Dictionary) lookupToken(s string) (Token, bool) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	t, ok := d.tokenIDs[s]
-	return t, ok
+	return d.tokenIDs.find(s, d.tokens)
 }
 
 func (d *Dictionary) internTokenLocked(s string) Token {
-	if t, ok := d.tokenIDs[s]; ok {
+	if t, ok := d.tokenIDs.find(s, d.tokens); ok {
 		return t
 	}
 	s = strings.Clone(s)
 	t := d.tags.token | uint64(len(d.tokens))
-	d.tokens = append(d.tokens, s)
-	d.tokenIDs[s] = t
+	d.tokens = append(d.tokens, tokenEntry{text: s})
+	d.tokenIDs.add(s, t)
 	return t
 }
 
@@ -114,7 +123,7 @@ func (d *Dictionary) TokenString(t Token) (string, error) {
 	if !ok {
 		return "", d.notFound(t, kindToken)
 	}
-	return d.tokens[i], nil
+	return d.tokens[i].text, nil
 }
 
 // tokenIndexLocked is the index of token t, if t is a token of this dictionary.
@@ -134,22 +143,37 @@ func (d *Dictionary) pathIndexLocked(p Path) (uint64, bool) {
 // and neither "." nor ".." (so "//", "/a//b", "/a/" and "/a/../b" are malformed: one path has
 // one spelling).
 func ParsePath(s string) ([]string, error) {
-	if err := checkString(s, "Path"); err != nil {
+	if err := checkPathGrammar(s); err != nil {
 		return nil, err
-	}
-	if s[0] != '/' {
-		return nil, errorf("Path string must be absolute (start with '/'): " + quote(s))
 	}
 	if s == "/" {
 		return nil, nil
 	}
-	comps := strings.Split(s[1:], "/")
-	for i, c := range comps {
-		if err := checkComponent(c); err != nil {
-			return nil, errorf("Path string " + quote(s) + ": component " + itoa(uint64(i)) + " " + err.Error())
-		}
+	return strings.Split(s[1:], "/"), nil
+}
+
+// checkPathGrammar is ParsePath's grammar without building the components.
+func checkPathGrammar(s string) error {
+	if err := checkString(s, "Path"); err != nil {
+		return err
 	}
-	return comps, nil
+	if s[0] != '/' {
+		return errorf("Path string must be absolute (start with '/'): " + quote(s))
+	}
+	if s == "/" {
+		return nil
+	}
+	rest := s[1:]
+	for i := uint64(0); ; i++ {
+		c, more, found := strings.Cut(rest, "/")
+		if err := checkComponent(c); err != nil {
+			return errorf("Path string " + quote(s) + ": component " + itoa(i) + " " + err.Error())
+		}
+		if !found {
+			return nil
+		}
+		rest = more
+	}
 }
 
 // checkComponent rejects what cannot be one path component (the reason, for a message).
@@ -167,30 +191,110 @@ func checkComponent(c string) error {
 
 // InternPath interns an absolute prim path string (see ParsePath for the grammar).
 func (d *Dictionary) InternPath(s string) (Path, error) {
-	comps, err := ParsePath(s)
-	if err != nil {
+	if err := checkPathGrammar(s); err != nil {
 		return 0, err
-	}
-	if len(comps) == 0 {
-		return d.Root(), nil
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	p := d.Root()
-	for _, c := range comps {
-		p = d.childLocked(p, d.internTokenLocked(c))
+	return d.internBelowLocked(d.Root(), s), nil
+}
+
+// internBelowLocked interns the components of the valid path string s below p ("/" adds none).
+func (d *Dictionary) internBelowLocked(p Path, s string) Path {
+	if s == "/" {
+		return p
 	}
-	return p, nil
+	rest := s[1:]
+	for {
+		c, more, found := strings.Cut(rest, "/")
+		p = d.childLocked(p, d.internTokenLocked(c))
+		if !found {
+			return p
+		}
+		rest = more
+	}
+}
+
+// internLockHold is how many paths InternPaths interns per hold of the write lock: enough that
+// locking costs nothing per path, few enough that readers are not held off for long.
+const internLockHold = 4096
+
+// InternPaths interns every path string of strs. Either all are valid and interned, or nothing
+// is interned and the error names the index of the first bad one. Consecutive siblings (the
+// usual shape of a batch) share the parent's walk, so a path costs one token and one child
+// lookup however deep it is.
+func (d *Dictionary) InternPaths(strs []string) ([]Path, int, error) {
+	for i, s := range strs {
+		if err := checkPathGrammar(s); err != nil {
+			return nil, i, err
+		}
+	}
+	out := make([]Path, len(strs))
+	d.reserve(len(strs))
+	var w siblingWalk
+	for start := 0; start < len(strs); start += internLockHold {
+		end := min(start+internLockHold, len(strs))
+		d.internRunLocked(&w, strs[start:end], out[start:end])
+	}
+	return out, 0, nil
+}
+
+// reserve makes room for about n new paths at once, so a large batch does not pay for growing
+// the path table step by step. It only does so when the batch is larger than the dictionary:
+// what it may allocate in vain is bounded by the batch.
+func (d *Dictionary) reserve(n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if n <= len(d.paths) {
+		return
+	}
+	d.paths = slices.Grow(d.paths, n)
+}
+
+// siblingWalk remembers the parent of the last path InternPaths interned.
+type siblingWalk struct {
+	parentStr string
+	parent    Path // 0 before the first path
+}
+
+// internRunLocked interns valid path strings into out under one hold of the write lock.
+func (d *Dictionary) internRunLocked(w *siblingWalk, strs []string, out []Path) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, s := range strs {
+		cut := strings.LastIndexByte(s, '/')
+		if w.parent == 0 || s[:cut] != w.parentStr {
+			w.parentStr, w.parent = s[:cut], d.Root()
+			if cut > 0 {
+				w.parent = d.internBelowLocked(w.parent, w.parentStr)
+			}
+		}
+		if cut == len(s)-1 { // the root "/"
+			out[i] = w.parent
+			continue
+		}
+		out[i] = d.childLocked(w.parent, d.internTokenLocked(s[cut+1:]))
+	}
 }
 
 func (d *Dictionary) childLocked(parent Path, last Token) Path {
+	tok := &d.tokens[last&indexMask]
+	if tok.firstParent == parent {
+		return tok.firstChild
+	}
 	key := [2]uint64{parent, last}
-	if p, ok := d.pathIDs[key]; ok {
-		return p
+	if tok.firstParent != 0 {
+		if p, ok := d.pathIDs[key]; ok {
+			return p
+		}
 	}
 	p := d.tags.path | uint64(len(d.paths))
 	d.paths = append(d.paths, pathEntry{parent: parent, last: last, depth: d.paths[parent&indexMask].depth + 1})
-	d.pathIDs[key] = p
+	if tok.firstParent == 0 {
+		tok.firstParent, tok.firstChild = parent, p
+	} else {
+		d.pathIDs[key] = p
+	}
 	return p
 }
 
@@ -206,8 +310,8 @@ func (d *Dictionary) PathFromTokens(toks []Token) (Path, error) {
 		if !ok {
 			return 0, errorf("tokens[" + itoa(uint64(i)) + "]: " + d.notFound(t, kindToken).Error())
 		}
-		if err := checkComponent(d.tokens[ti]); err != nil {
-			return 0, errorf("tokens[" + itoa(uint64(i)) + "]: token " + quote(d.tokens[ti]) + " cannot be a path component: it " + err.Error())
+		if err := checkComponent(d.tokens[ti].text); err != nil {
+			return 0, errorf("tokens[" + itoa(uint64(i)) + "]: token " + quote(d.tokens[ti].text) + " cannot be a path component: it " + err.Error())
 		}
 		p = d.childLocked(p, t)
 	}
@@ -262,7 +366,7 @@ func (d *Dictionary) PathString(p Path) (string, error) {
 	}
 	parts := make([]string, d.paths[i].depth)
 	for k := len(parts) - 1; k >= 0; k-- {
-		parts[k] = d.tokens[d.paths[i].last&indexMask]
+		parts[k] = d.tokens[d.paths[i].last&indexMask].text
 		i = d.paths[i].parent & indexMask
 	}
 	return "/" + strings.Join(parts, "/"), nil
@@ -273,6 +377,11 @@ func (d *Dictionary) CreateList(paths []Path) (ListID, error) {
 	if err := d.checkPaths(paths); err != nil {
 		return 0, err
 	}
+	return d.addList(append([]Path(nil), paths...))
+}
+
+// addList makes a list (refcount 1) that owns paths, all known to be valid.
+func (d *Dictionary) addList(paths []Path) (ListID, error) {
 	d.listMu.Lock()
 	defer d.listMu.Unlock()
 	if d.nextList == indexMask {
@@ -280,7 +389,7 @@ func (d *Dictionary) CreateList(paths []Path) (ListID, error) {
 	}
 	d.nextList++
 	id := d.tags.list | d.nextList
-	d.lists[id] = &pathList{paths: append([]Path(nil), paths...), refs: 1}
+	d.lists[id] = &pathList{paths: paths, refs: 1}
 	return id, nil
 }
 
@@ -297,15 +406,11 @@ func (d *Dictionary) checkPaths(paths []Path) error {
 
 // CreateListFromStrings interns each path string and makes a new list.
 func (d *Dictionary) CreateListFromStrings(strs []string) (ListID, error) {
-	paths := make([]Path, len(strs))
-	for i, s := range strs {
-		p, err := d.InternPath(s)
-		if err != nil {
-			return 0, errorf("paths[" + itoa(uint64(i)) + "]: " + err.Error())
-		}
-		paths[i] = p
+	paths, bad, err := d.InternPaths(strs)
+	if err != nil {
+		return 0, errorf("paths[" + itoa(uint64(bad)) + "]: " + err.Error())
 	}
-	return d.CreateList(paths)
+	return d.addList(paths)
 }
 
 func (d *Dictionary) listNotFound(id ListID) error { return d.notFound(id, kindList) }
