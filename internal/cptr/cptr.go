@@ -35,7 +35,9 @@ func Uintptrs(addr uintptr, n int) []uintptr {
 	return append([]uintptr(nil), unsafe.Slice((*uintptr)(At(addr)), n)...)
 }
 
-// Strings splits blobLen bytes at blobAddr into strings of the given byte lengths (copied).
+// Strings splits blobLen bytes at blobAddr into strings of the given byte lengths. They are
+// views of the caller's memory, not copies: valid during the call only, so whoever keeps one
+// must copy it (the path dictionary copies every token it interns).
 func Strings(blobAddr uintptr, blobLen int, lens []uint64) ([]string, error) {
 	var total uint64
 	for _, l := range lens {
@@ -51,7 +53,9 @@ func Strings(blobAddr uintptr, blobLen int, lens []uint64) ([]string, error) {
 	out := make([]string, len(lens))
 	off := uint64(0)
 	for i, l := range lens {
-		out[i] = string(blob[off : off+l])
+		if l > 0 {
+			out[i] = unsafe.String(&blob[off], int(l))
+		}
 		off += l
 	}
 	return out, nil

@@ -35,6 +35,20 @@ def _check_string(value: object, name: str, kind: str) -> str:
     return text
 
 
+def _pack_ascii(items: list[object]) -> tuple[bytes, array.array[int]] | None:
+    """The usual batch (non-empty ASCII ``str`` without NUL) packed in a few C-speed passes:
+    the joined bytes and each item's length. None when some item needs the item-by-item
+    check, which also names it in the error."""
+    try:
+        joined = "".join(items)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+    lengths = array.array("Q", map(len, items))  # type: ignore[arg-type]
+    if not items or not joined.isascii() or "\x00" in joined or min(lengths) == 0:
+        return None
+    return joined.encode("ascii"), lengths
+
+
 class StageDictionary:
     """What ``Stage.get_path_dictionary()`` returns: an opaque reference to the stage's
     dictionary, equal on every call for one stage and different across stages (this package
@@ -246,16 +260,19 @@ class PathDictionary:
         if isinstance(paths, str):
             raise TypeError("paths must be a sequence of str, not a single str")
         items = as_sequence(paths, "paths", "str")
-        encoded = [
-            _check_string(p, f"paths[{i}]", "Path").encode("utf-8") for i, p in enumerate(items)
-        ]
-        blob = b"".join(encoded)
-        lengths = array.array("Q", (len(e) for e in encoded))
+        packed = _pack_ascii(items)
+        if packed is None:
+            encoded = [
+                _check_string(p, f"paths[{i}]", "Path").encode("utf-8")
+                for i, p in enumerate(items)
+            ]
+            packed = b"".join(encoded), array.array("Q", (len(e) for e in encoded))
+        blob, lengths = packed
         buf = array.array("B", blob) if blob else array.array("B")
         blob_addr = buf.buffer_info()[0] if blob else 0
         lens_addr = lengths.buffer_info()[0] if lengths else 0
         handle = call(
-            native.CreatePathListFromStrings, sid, blob_addr, len(blob), lens_addr, len(encoded)
+            native.CreatePathListFromStrings, sid, blob_addr, len(blob), lens_addr, len(lengths)
         )
         return PathList(handle, self, book)
 
