@@ -26,6 +26,7 @@ path, so results and exceptions are those of the general path in every case.
 
 from __future__ import annotations
 
+import array
 import ctypes
 from typing import TYPE_CHECKING, Any
 
@@ -41,12 +42,13 @@ from ._ops import Operation
 if TYPE_CHECKING:
     from ._stage import Stage
 
-__all__ = ["DEFER_COPY_BYTES", "enabled", "token_of", "write"]
+__all__ = ["DEFER_COPY_BYTES", "enabled", "token_of", "write", "write_batch"]
 
 _UINT64_MAX = (1 << 64) - 1
 _FALLBACK = -1
 _raw = native._native
 _write_numpy = _raw.pybind_WriteNumpy
+_write_numpy_batch = _raw.pybind_WriteNumpyBatch
 
 #: Payload size from which the engine copies a write's data in the op (on a worker) rather
 #: than before the enqueue returns; the stage holds such sources until the engine reports that
@@ -132,6 +134,16 @@ def token_of(stage: Stage, name: str) -> int:
     return token
 
 
+def _token(stage: Stage, attribute: Any) -> int:
+    """The token a fast-path write names (0: take the general path)."""
+    cls = attribute.__class__
+    if cls is str:
+        return stage._token_cache.get(attribute) or token_of(stage, attribute)
+    if cls is int and 0 < attribute <= _UINT64_MAX:
+        return attribute
+    return 0
+
+
 def write(
     stage: Stage, query: Any, attribute: Any, ordinal: int, array: np.ndarray
 ) -> Operation | None:
@@ -152,13 +164,7 @@ def write(
         qh = query
     else:
         return None
-    cls = attribute.__class__
-    if cls is str:
-        token = stage._token_cache.get(attribute) or token_of(stage, attribute)
-    elif cls is int and 0 < attribute <= _UINT64_MAX:
-        token = attribute
-    else:
-        return None
+    token = _token(stage, attribute)
     if not token:
         return None
     # The header, read while the GIL is held (see the module docstring).
@@ -179,4 +185,51 @@ def write(
         return Operation(stage, err.code, 0, message=err.message)
     if nbytes >= DEFER_COPY_BYTES:
         stage._hold(op_id, array)
+    return Operation._accepted(stage, op_id)
+
+
+# Words per WriteNumpyBatch entry: token, data, nbytes, DLPack code, bits, nd, four dims.
+_ENTRY_WORDS = 10
+
+
+def write_batch(
+    stage: Stage, qh: int, arrays: list[tuple[Any, np.ndarray]], ordinal: int, prim_mode: int
+) -> Operation | None:
+    """Enqueue a ``write_attributes`` batch of (attribute, array) entries through
+    ``WriteNumpyBatch``, one native call for the whole batch; None means "take the general
+    path" (for the whole batch).
+
+    The caller has checked: every array is exactly an ``ndarray``, every entry has its other
+    options at their defaults, the batch is not empty, ``qh`` and ``ordinal`` are valid, the
+    stage is live and no placement is given.
+    """
+    if not enabled or _lib._forked_child:
+        return None
+    words = array.array("Q", bytes(8 * _ENTRY_WORDS * len(arrays)))
+    large = False
+    for i, (attribute, arr) in enumerate(arrays):
+        dt = _DTYPES.get(arr.dtype)
+        token = _token(stage, attribute)
+        shape = arr.shape
+        nd = len(shape)
+        if dt is None or not token or not 0 < nd <= 4 or not arr.flags.c_contiguous:
+            return None
+        nbytes = arr.nbytes
+        large = large or nbytes >= DEFER_COPY_BYTES
+        base = i * _ENTRY_WORDS
+        words[base : base + 6 + nd] = array.array(
+            "Q",
+            (token, _void_at(id(arr) + _data_offset).value or 0, nbytes, dt[0], dt[1], nd, *shape),
+        )
+    try:
+        op_id = _write_numpy_batch(
+            stage._id, qh, words.buffer_info()[0], len(arrays), ordinal, prim_mode
+        )
+    except RuntimeError as exc:
+        err = error_from_native(exc)
+        if not isinstance(err, OvstageError) or err.code == _FALLBACK:
+            return None
+        return Operation(stage, err.code, 0, message=err.message)
+    if large:
+        stage._hold(op_id, [arr for _, arr in arrays])
     return Operation._accepted(stage, op_id)

@@ -263,8 +263,7 @@ class PathDictionary:
         packed = _pack_ascii(items)
         if packed is None:
             encoded = [
-                _check_string(p, f"paths[{i}]", "Path").encode("utf-8")
-                for i, p in enumerate(items)
+                _check_string(p, f"paths[{i}]", "Path").encode("utf-8") for i, p in enumerate(items)
             ]
             packed = b"".join(encoded), array.array("Q", (len(e) for e in encoded))
         blob, lengths = packed

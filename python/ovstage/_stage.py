@@ -634,6 +634,10 @@ class Stage(_HierarchyMixin):
         placement = as_placement(placement)
         if isinstance(writes, WriteDesc) or not isinstance(writes, Sequence):
             raise TypeError(f"writes must be a sequence of WriteDesc, got {type(writes).__name__}")
+        if placement is None and writes and not self._destroyed:
+            fast = self._write_numpy_batch(qh, writes, ordinal, int(mode))
+            if fast is not None:
+                return fast
         payloads = []
         for i, desc in enumerate(writes):
             if not isinstance(desc, WriteDesc):
@@ -661,6 +665,29 @@ class Stage(_HierarchyMixin):
         if op.ok and any(p.nbytes() >= _fastpath.DEFER_COPY_BYTES for p in payloads):
             self._hold(op._op_id, payloads)
         return op
+
+    def _write_numpy_batch(
+        self, qh: int, writes: Sequence[WriteDesc], ordinal: int, mode: int
+    ) -> Operation | None:
+        """``write_attributes`` through the fast path when every entry is one numpy array with
+        every other option at its default (None: take the general path)."""
+        arrays = []
+        for desc in writes:
+            if not (
+                desc.__class__ is WriteDesc
+                and desc.tensors.__class__ is _NDARRAY
+                and desc.is_array is False
+                and desc.index_map is desc.mask is desc.count is None
+                and desc.cuda_event is desc.cuda_stream is None
+                and (
+                    desc.semantic is AttributeSemantic.NONE
+                    or (desc.semantic.__class__ is int and not desc.semantic)
+                )
+                and desc.attribute_mode is AttributeMode.REJECT
+            ):
+                return None
+            arrays.append((desc.attribute, desc.tensors))
+        return _fastpath.write_batch(self, qh, arrays, ordinal, mode)
 
     def delete_attributes(
         self, query: Query | int, attributes: Sequence[int | str], ordinal: int

@@ -4,6 +4,7 @@ fast path (issue 5)."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import random
 import threading
@@ -14,7 +15,16 @@ import numpy as np
 import ovstage
 import pytest
 from conftest import group_values, query_over
-from ovstage import ErrorCode, OrdinalRange, OvstageError, Scope, StageConfig, gates
+from ovstage import (
+    ErrorCode,
+    OrdinalRange,
+    OvstageError,
+    Scope,
+    StageConfig,
+    WriteDesc,
+    _fastpath,
+    gates,
+)
 
 ABC = ["/A", "/B", "/C"]
 
@@ -505,3 +515,88 @@ def test_gopy_gc_hook_is_replaced() -> None:
     names = [getattr(cb, "__name__", "") for cb in gc.callbacks]
     assert "_gopy_gc_cb" not in names
     assert "_ovstage_full_gc" in names
+
+
+def _batch_outcome(stage: Any, query: Any, entries: list[WriteDesc], ordinal: int) -> tuple:
+    try:
+        op = stage.write_attributes(query, entries, ordinal)
+    except Exception as exc:  # compared between the two paths
+        return ("raised", type(exc), str(exc))
+    return (op.status, op.error_message())
+
+
+def _general(entries: list[WriteDesc]) -> list[WriteDesc]:
+    """The same batch with each payload as a one-element list: forces the general path."""
+    return [dataclasses.replace(e, tensors=[e.tensors]) for e in entries]
+
+
+@pytest.mark.parametrize(
+    "entries",
+    [
+        [WriteDesc("a", np.arange(3, dtype=np.float32), False)],
+        [
+            WriteDesc("a", np.arange(3, dtype=np.float32), False),
+            WriteDesc("b", np.arange(6, dtype=np.int64).reshape(3, 2), False),
+            WriteDesc("c", np.array([True, False, True]), False),
+        ],
+        [  # one entry the fast path does not cover: the whole batch takes the general path
+            WriteDesc("a", np.arange(3, dtype=np.float32), False),
+            WriteDesc("b", np.arange(6, dtype=np.uint8)[::2], False),
+        ],
+        [
+            WriteDesc("a", np.zeros(3, np.float32), False),
+            WriteDesc("b", np.zeros(2, np.float32), False),
+        ],
+        [
+            WriteDesc("a", np.zeros(3, np.float32), False),
+            WriteDesc("a", np.ones(3, np.float32), False),
+        ],
+        [WriteDesc("", np.zeros(3, np.float32), False)],
+        [WriteDesc("usd-path", np.zeros(3, np.float32), False)],
+    ],
+    ids=[
+        "one",
+        "three-dtypes",
+        "strided-entry",
+        "wrong-rows",
+        "same-cells",
+        "empty-name",
+        "derived",
+    ],
+)
+def test_the_batch_fast_path_does_what_the_general_path_does(entries: list[WriteDesc]) -> None:
+    outcomes, values = [], []
+    for batch in (entries, _general(entries)):  # one fresh stage each
+        with ovstage.Stage("batch") as stage, query_over(stage, ABC) as query:
+            outcomes.append(_batch_outcome(stage, query, batch, 1))
+            if outcomes[-1][0] == ErrorCode.OK:
+                stage.advance_write_floor(1).wait()
+                paths = ovstage.PathDictionary(stage)
+                for e in entries:
+                    with stage.read_attributes(query, [e.attribute], OrdinalRange.latest(1)) as rd:
+                        for group in rd.groups():
+                            with group:
+                                values.append(group_values(paths, group))
+    assert outcomes[0] == outcomes[1]
+    assert values[: len(values) // 2] == values[len(values) // 2 :]
+
+
+def test_a_batch_of_numpy_arrays_takes_one_native_call(
+    stage, make_query, read_values, monkeypatch
+) -> None:
+    calls = []
+    real = _fastpath._write_numpy_batch
+    monkeypatch.setattr(_fastpath, "_write_numpy_batch", lambda *a: calls.append(a) or real(*a))
+    prims = [f"/H/p{i}" for i in range(2048)]
+    query = make_query(prims)
+    large = np.arange(2048 * 128, dtype=np.float32).reshape(2048, 128)  # 1 MiB: copied in the op
+    op = stage.write_attributes(
+        query, [WriteDesc("a", np.zeros(2048, np.float32), False), WriteDesc("m", large, False)], 1
+    )
+    assert len(calls) == 1
+    op.wait()
+    stage.advance_write_floor(1).wait()
+    assert stage._holds == {}
+    values = read_values(query, "m", 1)
+    assert values[prims[0]] == large[0].tolist()
+    assert values[prims[-1]] == large[-1].tolist()
