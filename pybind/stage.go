@@ -34,6 +34,29 @@ func WaitOp(stageID, op, timeoutNs uint64) (string, error) {
 	})
 }
 
+// WaitReleaseOp is Operation.wait's hot path for an op that has already finished: it polls
+// the op and, when it succeeded (no failure in its chain), releases it and returns 0. It
+// returns 11 (TIMEOUT) while the op is pending and -1 for anything else (a failure, an error
+// of the poll or of the release), leaving the op tracked: the caller then takes the full wait,
+// which reports it.
+func WaitReleaseOp(stageID, op uint64) (int, error) {
+	return withStage(stageID, func(s *core.Stage) (int, error) {
+		res, err := abi.WaitOp(s, op, 0)
+		switch {
+		case err != nil || len(res.Failed) > 0:
+			return -1, nil
+		case res.Status == status.Timeout:
+			return int(status.Timeout), nil
+		case res.Status != status.OK:
+			return -1, nil
+		}
+		if abi.ReleaseOp(s, op) != nil {
+			return -1, nil
+		}
+		return 0, nil
+	})
+}
+
 // ReleaseOp stops tracking a complete op (abi.ReleaseOp's rules); it returns the status code:
 // 0, OP_FAILED for a pending op (still tracked), INVALID_HANDLE for an unknown id,
 // INVALID_ARGUMENT for 0. Only a stage that is gone is an error.

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 __all__ = ["Operation"]
 
 _detach_op = _lib.native._native.pybind_DetachOp
+_wait_release = _lib.native._native.pybind_WaitReleaseOp
 
 
 class Operation:
@@ -115,6 +116,28 @@ class Operation:
         failure the op id is released; on ``TIMEOUT`` it stays waitable (and keeps its
         sources alive).
         """
+        if (
+            self.__class__ is Operation
+            and not self.status
+            and not self._consumed
+            and self._op_id
+            and timeout.__class__ is int
+            and 0 <= timeout <= TIMEOUT_INFINITE
+        ):
+            stage = self._stage
+            if not stage._destroyed and not _lib._forked_child:
+                # Already finished and succeeded (the usual case): one native call waits and
+                # releases; anything else takes the full wait below, which reports it.
+                try:
+                    code = _wait_release(stage._id, self._op_id)
+                except RuntimeError:
+                    code = -1
+                if code == 0:
+                    self._consumed = True
+                    self._keepalive = None
+                    if stage._holds:
+                        stage._take_sources_done()  # a finished write's source is let go
+                    return self
         timeout_ns = as_timeout(timeout)
         if not self.ok:
             raise OvstageError(self.status, self._message)

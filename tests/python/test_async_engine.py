@@ -600,3 +600,23 @@ def test_a_batch_of_numpy_arrays_takes_one_native_call(
     values = read_values(query, "m", 1)
     assert values[prims[0]] == large[0].tolist()
     assert values[prims[-1]] == large[-1].tolist()
+
+
+def test_waiting_a_finished_op_is_one_native_call(stage, make_query, monkeypatch) -> None:
+    from ovstage import _ops
+
+    calls = []
+    real = _ops._wait_release
+    monkeypatch.setattr(_ops, "_wait_release", lambda *a: calls.append(a) or real(*a))
+    query = make_query(ABC)
+    op = stage.write_attribute(query, "w", 1, np.zeros(3, np.float32), is_array=False)
+    assert op.wait() is op
+    assert len(calls) == 1
+    assert stage.release_op(op._op_id) == ErrorCode.INVALID_HANDLE, "the wait released the op"
+    with pytest.raises(OvstageError) as info:
+        op.wait()
+    assert info.value.code == ErrorCode.INVALID_HANDLE
+    # A failed op takes the full wait, which reports its failure.
+    bad = stage.write_attribute(query, "w", 1, np.zeros((3, 2), np.float32), is_array=False)
+    with pytest.raises(OvstageError):
+        bad.wait()
