@@ -106,12 +106,11 @@ test: install libovstage
 	$(PYTHON) -m pytest -q -W error::ResourceWarning tests/python
 
 # bench_async.py also runs the Go enqueue benchmark (go test -bench) and prints every target;
-# bench_c_api.py prints the C API's figures (tests/bench/bench_c.c) beside the Python ones.
+# bench_c_api.py prints the C API's figures (tests/bench/bench_c.c) beside the Python ones;
+# bench_scaling.py the figures whose cost must grow with the work, not the stage. run_all.py
+# runs them all and prints one table of every figure, its limit and the verdict.
 bench: install libovstage
-	$(PYTHON) tests/bench/bench_foundation.py
-	$(PYTHON) tests/bench/bench_async.py
-	$(PYTHON) tests/bench/bench_c_api.py
-	$(PYTHON) tests/bench/bench_typed_reads.py
+	$(PYTHON) tests/bench/run_all.py
 
 lint:
 	$(PIP) install -q ruff

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import ovstage
+from figures import figure
 from ovstage import OrdinalRange
 
 REPO = Path(__file__).resolve().parents[2]
@@ -150,6 +151,11 @@ def row(name: str, c: float, py: float, targets: list[tuple[str, bool]]) -> None
     """One figure: C, Python, their ratio, and each target with whether this run met it."""
     verdicts = "; ".join(f"{t} [{'met' if ok else 'missed'}]" for t, ok in targets) or "-"
     print(f"{name:<48} {c:>9.2f} {py:>9.2f} {py / c:>7.1f}x   {verdicts}", flush=True)
+    limits = dict(targets)
+    for side, value in (("C", c), ("Python", py)):
+        limit = next((t for t in limits if t.startswith(side + " ")), "")
+        figure(f"{name} ({side})", value, "us", limit.removeprefix(side + " "), limits.get(limit))
+    figure(f"  {name}: Python / C", py / c, "x")
 
 
 def main() -> None:
@@ -170,14 +176,14 @@ def main() -> None:
         "write_attribute + wait, 1,000 float32 prims",
         c["write_wait"],
         py_round_trip,
-        [("C <= 3 us", c["write_wait"] <= 3), ("Python <= 6.7 us", py_round_trip <= 6.7)],
+        [("C <= 3 us", c["write_wait"] <= 3), ("Python <= 4 us", py_round_trip <= 4)],
     )
-    row("enqueue only", c["enqueue"], py_enqueue, [("Python <= 3.1 us", py_enqueue <= 3.1)])
+    row("enqueue only", c["enqueue"], py_enqueue, [("Python <= 2 us", py_enqueue <= 2)])
     row(
         "latest read + fetch + release, 1,000 prims",
         c["read_1k"],
         py_read_1k,
-        [("Python <= 33 us", py_read_1k <= 33)],
+        [("Python <= 10 us", py_read_1k <= 10)],
     )
     row("latest read + fetch + release, 1,000,000 prims", c["read_1m"], py_read_1m, [])
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 import ovstage
+from figures import figure
 
 
 def median_seconds(fn: Callable[[], object], repeats: int) -> float:
@@ -48,6 +49,8 @@ def bench_write_round_trip(stage: ovstage.Stage) -> None:
     copy = median_seconds(lambda: np.copyto(dst, values), 2000)
     print(f"write_attribute(...).wait(), {prims} float32 prims: median {ours * 1e6:.1f} us")
     print(f"  numpy.copyto of the same {values.nbytes} bytes: median {copy * 1e6:.2f} us")
+    figure(f"write_attribute + wait, {prims} float32 prims", ours * 1e6, "us")
+    figure("  / numpy.copyto of the same bytes", ours / copy, "x")
 
 
 def bench_read(stage: ovstage.Stage, nbytes: int, name: str) -> float:
@@ -79,6 +82,9 @@ def main() -> None:
     print(f"latest read + np.from_dlpack, 1 MB column: median {small * 1e6:.1f} us")
     print(f"latest read + np.from_dlpack, 256 MB column: median {large * 1e6:.1f} us")
     print(f"  ratio 256 MB / 1 MB: {large / small:.2f} (1.0 = size-independent, no copy)")
+    figure("latest read + np.from_dlpack, 1 MB column", small * 1e6, "us")
+    figure("latest read + np.from_dlpack, 256 MB column", large * 1e6, "us")
+    figure("  256 MB / 1 MB", large / small, "x", "1.0 = no copy")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import os
 import numpy as np
 import ovstage
 from bench_c_api import read_median_us
+from figures import figure
 from ovstage import AttributeSemantic
 
 COLUMNS = (
@@ -58,6 +59,9 @@ def main() -> None:
         for name, value in medians.items():
             print(f"read + from_dlpack, {prims:>9,} prims, {name:<9} {value:>10.2f}  "
                   f"{value / base:>5.2f}x float32", flush=True)
+            figure(f"read + from_dlpack, {prims:,} prims, {name}", value, "us")
+            if name != "float32":
+                figure(f"  {name} / float32", value / base, "x")
 
 
 if __name__ == "__main__":
