@@ -164,7 +164,13 @@ def write(
         qh = query
     else:
         return None
-    token = _token(stage, attribute)
+    cls = attribute.__class__  # _token, inlined: this is the hottest path
+    if cls is str:
+        token = stage._token_cache.get(attribute) or token_of(stage, attribute)
+    elif cls is int and 0 < attribute <= _UINT64_MAX:
+        token = attribute
+    else:
+        return None
     if not token:
         return None
     # The header, read while the GIL is held (see the module docstring).

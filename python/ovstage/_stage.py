@@ -453,6 +453,10 @@ class Stage(_HierarchyMixin):
         """A token for an attribute argument: strings are interned; token 0, or an empty,
         NUL-containing or non-UTF-8 name raises OvstageError(INVALID_ARGUMENT) naming the
         argument (enqueue methods turn it into a rejected Operation)."""
+        if attr.__class__ is str:
+            cached = self._token_cache.get(attr)  # a name interned before is valid
+            if cached:
+                return cached
         problem = attribute_problem(attr)
         if problem is not None:
             raise OvstageError(ErrorCode.INVALID_ARGUMENT, f"{what}: {problem}")
