@@ -112,6 +112,7 @@ bench: install libovstage
 	$(PYTHON) tests/bench/bench_async.py
 	$(PYTHON) tests/bench/bench_c_api.py
 	$(PYTHON) tests/bench/bench_typed_reads.py
+	$(PYTHON) tests/bench/bench_history.py
 
 lint:
 	$(PIP) install -q ruff

@@ -408,18 +408,24 @@ func (s *Stage) LastOpError(id uint64) string {
 // Diagnostics counts live engine objects (leak tests).
 type Diagnostics struct {
 	Ops, Queries, Reads, Groups, Columns, OrdinalQueries, Maps int
+	// VersionBytes is the memory the history window's versions hold (benchmarks).
+	VersionBytes int64
 }
 
 // Diagnostics returns the stage's live object counts.
 func (s *Stage) Diagnostics() Diagnostics {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
+	n, versions := 0, int64(0)
 	for _, cols := range s.columns {
 		n += len(cols)
+		for _, c := range cols {
+			versions += c.VersionBytes()
+		}
 	}
 	return Diagnostics{Ops: len(s.ops), Queries: len(s.queries), Reads: len(s.reads),
-		Groups: len(s.groups), Columns: n, OrdinalQueries: len(s.ordinalQueries), Maps: len(s.maps)}
+		Groups: len(s.groups), Columns: n, OrdinalQueries: len(s.ordinalQueries), Maps: len(s.maps),
+		VersionBytes: versions}
 }
 
 // addPrimsLocked records prims as existing.

@@ -1098,7 +1098,8 @@ class Stage(_HierarchyMixin):
 
     def _diagnostics(self) -> dict[str, int]:
         """Live engine object counts (for leak tests); ``buffers`` count the whole process,
-        ``path_lists`` this stage's dictionary."""
+        ``path_lists`` this stage's dictionary, ``version_bytes`` the memory of the history
+        window's versions (benchmarks)."""
         keys = (
             "ops",
             "queries",
@@ -1109,6 +1110,7 @@ class Stage(_HierarchyMixin):
             "ordinal_queries",
             "maps",
             "path_lists",
+            "version_bytes",
         )
         values = call(native.Diagnostics, self._require_live("diagnostics")).split(" ")
         return dict(zip(keys, (int(v) for v in values), strict=False))
