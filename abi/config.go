@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/lifecycle"
 )
 
@@ -113,4 +114,13 @@ func NewConfig(entries []lifecycle.Entry) (Block, error) {
 		}
 	}
 	return b, nil
+}
+
+// History is the engine's history window for the window w names: nil (the engine's default)
+// when w is not set; ordinals 0 keeps no versions (the reference's answers).
+func History(w lifecycle.HistoryWindow) *core.History {
+	if !w.Set {
+		return nil
+	}
+	return &core.History{Ordinals: w.Ordinals, Bytes: w.Bytes}
 }

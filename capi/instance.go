@@ -118,6 +118,7 @@ func newInstance(name string) (in *instance, err error) {
 	in.stage = core.NewStage(name, core.Config{
 		Admission:      core.AdmissionPolicy(capture.Settings.AdmissionPolicy),
 		HierarchyModel: int32(capture.Settings.HierarchyModel),
+		History:        abi.History(capture.Settings.History),
 	})
 	in.id = in.stage.ID
 	in.bundle = C.ovs_new_instance_bundle(C.uintptr_t(in.id))

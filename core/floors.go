@@ -121,6 +121,7 @@ func (s *Stage) applyFloor(adv floorAdvance) error {
 			return err
 		}
 	}
+	s.trimVersions()
 	return nil
 }
 

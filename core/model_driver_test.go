@@ -76,8 +76,9 @@ type driver struct {
 	gate    chan struct{}
 	maxOrd  uint64
 	step    int
-	fresh   int  // clone target names used
-	parity  bool // the stage reads with column.ReferenceParity
+	fresh   int    // clone target names used
+	parity  bool   // the stage reads with column.ReferenceParity
+	window  uint64 // the stage's history window (0 under parity)
 	// clones are the expected reports of the clones that will succeed (by op id)
 	clones map[uint64]CloneReport
 	// counters for the report
@@ -470,7 +471,7 @@ func (d *driver) read(q modelQuery, attrs []uint64, span mSpan) {
 	if d.m.uncertainChanges(q.paths, attrs) > 5 {
 		d.flush()
 	}
-	exp := d.m.expectRead(q.paths, attrs, span, d.parity)
+	exp := d.m.expectRead(q.paths, attrs, span, d.parity, d.window)
 	d.counts["reads"]++
 	d.trace("read %v paths %v span %+v gated %v", attrs, q.paths, span, d.gated)
 	rng := OrdinalRange{Start: span.start, End: span.end, HasStart: span.isRange}
@@ -710,6 +711,26 @@ func (d *driver) checkFloor() {
 	rel, err := d.s.ReleaseOrdinalQuery(h)
 	require.NoError(d.t, err)
 	d.m.pending[rel] = &mPending{}
+	if d.window > 0 {
+		d.checkOldestPreserved()
+	}
+}
+
+// checkOldestPreserved compares the retention frontier with the model's window frontier.
+func (d *driver) checkOldestPreserved() {
+	h, op, err := d.s.GetOldestPreservedOrdinal()
+	require.NoError(d.t, err)
+	got, err := d.s.FetchOrdinal(h, TimeoutInfinite)
+	require.NoError(d.t, err)
+	if want := d.m.oldestPreserved(d.window); got != want {
+		d.failf("oldest preserved ordinal: got %d, want %d (window %d)", got, want, d.window)
+	}
+	d.counts["oldest preserved checks"]++
+	d.m.pending[op] = &mPending{}
+	d.wait(op)
+	rel, err := d.s.ReleaseOrdinalQuery(h)
+	require.NoError(d.t, err)
+	d.m.pending[rel] = &mPending{}
 }
 
 func (d *driver) releaseQuery() {
@@ -807,8 +828,8 @@ func (d *driver) run(steps int) {
 	}
 	d.flush()
 	diag := d.s.Diagnostics()
-	require.Equal(d.t, Diagnostics{Columns: diag.Columns, Maps: open}, diag,
-		"nothing but columns and the sessions left open is left")
+	require.Equal(d.t, Diagnostics{Columns: diag.Columns, Maps: open, VersionBytes: diag.VersionBytes}, diag,
+		"nothing but columns (and their versions) and the sessions left open is left")
 }
 
 func envInt(name string, def int) int {
@@ -858,12 +879,17 @@ func runModel(t *testing.T, policy AdmissionPolicy) {
 			liveBefore := buffer.LiveCount()
 			parity := seed%4 == 0 // every fourth seed answers reads as the reference
 			cfg := Config{Workers: modelWorkers, Admission: policy}
-			if parity {
-				cfg.ReadAdmission = column.ReferenceParity
+			window := uint64(DefaultHistoryOrdinals)
+			switch {
+			case parity:
+				window = 0
+			case seed%4 == 1:
+				window = 2 // a short window: reads below its frontier and at its boundary
 			}
+			cfg.History = &History{Ordinals: window}
 			s := NewStage("model", cfg)
 			prims, attrs := internModel(t, s.Dictionary())
-			d := &driver{t: t, rng: rand.New(rand.NewSource(int64(seed))), s: s, parity: parity,
+			d := &driver{t: t, rng: rand.New(rand.NewSource(int64(seed))), s: s, parity: parity, window: window,
 				m: newGoModel(policy, s.isUnder), prims: prims, attrs: attrs, counts: map[string]int{},
 				clones: map[uint64]CloneReport{}}
 			defer func() {

@@ -799,19 +799,23 @@ type mSpan struct {
 // a row (snapshot) or a change in the range. Then: an unsealed selected change at or before
 // the end is WRITE_FLOOR_VIOLATION; else a change after the end (ours: a sealed one; never
 // for current values) is OUT_OF_RANGE; else the sealed state, which is the state at the end.
-func keyOutcome(applied []mChange, floor uint64, span mSpan, parity bool) string {
+//
+// served: the read is a snapshot inside the history window (at or above its column's
+// version frontier): a change after the end never refuses it, and the key shows its newest
+// sealed change at or before the end.
+func keyOutcome(applied []mChange, floor uint64, span mSpan, parity, served bool) string {
 	hasRow, inRange, unsealedIn, after := false, false, false, false
 	var sealed []mChange
 	for _, c := range applied {
 		hasRow = hasRow || !c.tomb
-		if c.ordinal <= floor {
+		if c.ordinal <= floor && (!served || c.ordinal <= span.end) {
 			sealed = append(sealed, c)
 		}
 		if c.ordinal >= span.start && c.ordinal <= span.end {
 			inRange = true
 			unsealedIn = unsealedIn || c.ordinal > floor
 		}
-		after = after || (span.end != column.Current && c.ordinal > span.end && (parity || c.ordinal <= floor))
+		after = after || (!served && span.end != column.Current && c.ordinal > span.end && (parity || c.ordinal <= floor))
 	}
 	top, anySealed := newest(sealed)
 	switch {
@@ -832,7 +836,7 @@ func keyOutcome(applied []mChange, floor uint64, span mSpan, parity bool) string
 // keyOutcomes enumerates the outcomes over every subset of the key's unfinished changes above
 // the floor (those at or below it are applied before the read runs: it waits for the advances,
 // which wait for them).
-func (m *goModel) keyOutcomes(k mKey, floor uint64, span mSpan, parity bool) map[string]bool {
+func (m *goModel) keyOutcomes(k mKey, floor uint64, span mSpan, parity, served bool) map[string]bool {
 	var certain, maybe []mChange
 	for _, c := range m.hist[k] {
 		if m.applied(c) || c.ordinal <= floor {
@@ -849,7 +853,7 @@ func (m *goModel) keyOutcomes(k mKey, floor uint64, span mSpan, parity bool) map
 				subset = append(subset, c)
 			}
 		}
-		out[keyOutcome(subset, floor, span, parity)] = true
+		out[keyOutcome(subset, floor, span, parity, served)] = true
 	}
 	return out
 }
@@ -880,7 +884,39 @@ type readExpectation struct {
 	floors    map[uint64]uint64
 }
 
-func (m *goModel) expectRead(paths, attrs []uint64, span mSpan, parity bool) readExpectation {
+// versionFrontier is the oldest snapshot end the column of k (its attribute and type) serves
+// with a window of keep ordinals: the newest sealed change of any of its keys that lies keep
+// or more ordinals behind the floor (its prior state is no longer kept).
+func (m *goModel) versionFrontier(k mKey, keep uint64) uint64 {
+	floor := m.effective(k.attr)
+	if floor < keep {
+		return 0
+	}
+	frontier := uint64(0)
+	for o, changes := range m.hist {
+		if o.attr != k.attr || o.dt != k.dt {
+			continue
+		}
+		for _, c := range changes {
+			if c.ordinal <= floor-keep {
+				frontier = max(frontier, c.ordinal)
+			}
+		}
+	}
+	return frontier
+}
+
+// oldestPreserved is what get_oldest_preserved_ordinal reports with a window of keep ordinals.
+func (m *goModel) oldestPreserved(keep uint64) uint64 {
+	frontier := uint64(0)
+	for k := range m.hist {
+		frontier = max(frontier, m.versionFrontier(k, keep))
+	}
+	return frontier
+}
+
+// expectRead is what a read may return; window is the stage's history window (0: none).
+func (m *goModel) expectRead(paths, attrs []uint64, span mSpan, parity bool, window uint64) readExpectation {
 	exp := readExpectation{attrs: attrs, outcomes: map[mKey]map[string]bool{}, sealedTop: map[mKey]uint64{},
 		floors: map[uint64]uint64{}}
 	for _, a := range attrs {
@@ -890,10 +926,11 @@ func (m *goModel) expectRead(paths, attrs []uint64, span mSpan, parity bool) rea
 			if k.attr != a || !slices.Contains(paths, k.prim) {
 				continue
 			}
-			exp.outcomes[k] = m.keyOutcomes(k, floor, span, parity)
+			served := window > 0 && !span.isRange && span.end != column.Current && span.end >= m.versionFrontier(k, window)
+			exp.outcomes[k] = m.keyOutcomes(k, floor, span, parity, served)
 			var sealed []mChange
 			for _, c := range changes {
-				if c.ordinal <= floor {
+				if c.ordinal <= floor && c.ordinal <= span.end {
 					sealed = append(sealed, c)
 				}
 			}

@@ -16,18 +16,25 @@ type OrdinalQuery struct {
 }
 
 // GetOldestPreservedOrdinal enqueues a query of the inclusive retention frontier: change
-// membership is exact for every key at or above it.
+// membership is exact for every key at or above it and, with a history window, every
+// snapshot read at or above it is served the state it asks for.
 func (s *Stage) GetOldestPreservedOrdinal() (uint64, uint64, error) {
 	return s.enqueueOrdinalQuery(func() uint64 {
 		frontier := uint64(0)
 		for _, cols := range s.columns {
 			for _, c := range cols {
 				frontier = max(frontier, c.Frontier())
+				if s.historyWindow.Ordinals > 0 {
+					frontier = max(frontier, c.VersionFrontier())
+				}
 			}
 		}
 		return frontier
 	})
 }
+
+// HistoryWindow is the window of versions the stage keeps.
+func (s *Stage) HistoryWindow() History { return s.historyWindow }
 
 // GetAttributeWriteFloor enqueues a query of an attribute's effective floor; attr 0 asks for
 // the reported global floor (the minimum over known attributes).

@@ -267,8 +267,8 @@ func (s *Stage) snapshotGroupsLocked(q *Query, a uint64, name string, b column.B
 	var groups []*Group
 	var failed admission
 	for _, c := range s.columns[a] {
-		sel, snap, err := c.ReadSnapshot(q.Paths, q.selections[c], b, s.describer(name))
-		q.selections[c] = sel
+		cache, sel, snap, err := c.ReadSnapshot(q.Paths, q.selections[c], b, s.describer(name))
+		q.selections[c] = cache
 		if err != nil {
 			failed.add(err)
 			continue

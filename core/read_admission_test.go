@@ -17,7 +17,8 @@ import (
 // Read admission: latest(N) is the snapshot at N, a range selects the changes in [s, e]. Per
 // requested attribute, in request order: an unsealed selected change at or before e is
 // WRITE_FLOOR_VIOLATION; else a change after e on a selected key is OUT_OF_RANGE (ours: only a
-// sealed one; parity: any, as the reference), never when e is UINT64_MAX; else the data.
+// sealed one, and a snapshot inside the history window is served the state at N instead;
+// parity, a window of 0: any, as the reference), never when e is UINT64_MAX; else the data.
 
 // readResult is what a read gave: a failure code, or each group's values (in prim order),
 // ordinal and delete flag.
@@ -100,8 +101,8 @@ func (f *fixture) read(rng OrdinalRange) readResult {
 
 func latestAt(n uint64) OrdinalRange   { return OrdinalRange{End: n} }
 func between(s, e uint64) OrdinalRange { return OrdinalRange{Start: s, End: e, HasStart: true} }
-func parityConfig() Config             { return Config{ReadAdmission: column.ReferenceParity} }
-func modeName(parity bool) string      { return map[bool]string{false: "ours", true: "parity"}[parity] }
+func parityConfig() Config             { return Config{History: &History{}} }
+func modeName(parity bool) string      { return map[bool]string{false: "window", true: "parity"}[parity] }
 func configFor(parity bool) Config     { return map[bool]Config{false: {}, true: parityConfig()}[parity] }
 func pick(parity bool, ours, ref readResult) readResult {
 	if parity {
@@ -112,8 +113,8 @@ func pick(parity bool, ours, ref readResult) readResult {
 
 // The worked table: attribute y on /A,/B written at 5, floor advanced to 5, written at 7
 // (first column: 7 not sealed yet), then the floor advanced to 7 (second column). Each cell
-// holds the reference's answer and ours; ours differs only where the change after the end is
-// not sealed: we still hold the sealed state at the end and return it.
+// holds the reference's answer (parity, window 0) and ours (the default window): a snapshot
+// is the state at N (nothing existed before 5), a range with a later change still fails.
 func TestReadAdmissionWorkedTable(t *testing.T) {
 	oor, wfv := failed(status.OutOfRange), failed(status.WriteFloorViolation)
 	at5, at7 := valuesAt(5, 5, 50), valuesAt(7, 7, 70)
@@ -122,10 +123,10 @@ func TestReadAdmissionWorkedTable(t *testing.T) {
 		rng             OrdinalRange
 		unsealed, after cell // floor 5 (7 unsealed) / floor 7 (after sealing 7)
 	}{
-		{latestAt(0), cell{oor, oor}, cell{oor, oor}},
-		{latestAt(4), cell{oor, oor}, cell{oor, oor}},
-		{latestAt(5), cell{oor, at5}, cell{oor, oor}},
-		{latestAt(6), cell{oor, at5}, cell{oor, oor}},
+		{latestAt(0), cell{oor, noGroups}, cell{oor, noGroups}},
+		{latestAt(4), cell{oor, noGroups}, cell{oor, noGroups}},
+		{latestAt(5), cell{oor, at5}, cell{oor, at5}},
+		{latestAt(6), cell{oor, at5}, cell{oor, at5}},
 		{latestAt(7), cell{wfv, wfv}, cell{at7, at7}},
 		{latestAt(column.Current), cell{wfv, wfv}, cell{at7, at7}},
 		{between(5, 5), cell{oor, at5}, cell{oor, oor}},
@@ -160,9 +161,9 @@ func must(op uint64, err error) uint64 {
 	return op
 }
 
-// An attribute first written at 7: once 7 is sealed, a snapshot before it is OUT_OF_RANGE (a
-// change after N on a queried path, though nothing existed at N). While 7 is unsealed, ours
-// returns the state at N, in which the attribute does not exist yet.
+// An attribute first written at 7: under parity a snapshot before it is OUT_OF_RANGE (a
+// change after N on a queried path, though nothing existed at N). Ours returns the state at
+// N, in which the attribute does not exist yet, before and after 7 is sealed.
 func TestSnapshotBeforeAnAttributeExisted(t *testing.T) {
 	for _, parity := range []bool{false, true} {
 		t.Run(modeName(parity), func(t *testing.T) {
@@ -174,7 +175,7 @@ func TestSnapshotBeforeAnAttributeExisted(t *testing.T) {
 			}
 			f.seal(7)
 			for _, n := range []uint64{0, 5} {
-				assert.Equal(t, failed(status.OutOfRange), f.read(latestAt(n)), "latest(%d), 7 sealed", n)
+				assert.Equal(t, pick(parity, noGroups, failed(status.OutOfRange)), f.read(latestAt(n)), "latest(%d), 7 sealed", n)
 			}
 		})
 	}
@@ -201,8 +202,10 @@ func TestMultiAttributeReadFailsAsAWholeInRequestOrder(t *testing.T) {
 			assert.Equal(t, failed(status.WriteFloorViolation), f.readVia(f.query, []uint64{fine, pending}, latestAt(column.Current)))
 			assert.Equal(t, failed(status.WriteFloorViolation), f.readVia(f.query, []uint64{pending, fine}, latestAt(column.Current)))
 			// At 2, "later" changed (sealed) at 3 and "pending" has an unsealed change at 4:
-			// only the first failing attribute counts.
-			assert.Equal(t, failed(status.OutOfRange), f.readVia(f.query, []uint64{fine, later, pending}, latestAt(2)))
+			// under parity only the first failing attribute counts; the window serves both
+			// attributes' state at 2 ("later" as written at 1).
+			atTwo := readResult{values: [][]float32{{1, 2}, {1, 2}}, ordinals: []uint64{2, 1}, deletes: []bool{false, false}}
+			assert.Equal(t, pick(parity, atTwo, failed(status.OutOfRange)), f.readVia(f.query, []uint64{fine, later, pending}, latestAt(2)))
 			assert.Equal(t, failed(status.WriteFloorViolation), f.readVia(f.query, []uint64{fine, pending, later}, latestAt(5)))
 			assert.Equal(t, pick(parity, valuesAt(2, 1, 2), failed(status.OutOfRange)),
 				f.readVia(f.query, []uint64{pending, fine}, latestAt(2)), "pending's change at 4 comes after 2, unsealed")
@@ -381,30 +384,36 @@ func TestSuccessfulRepeatAtOrBelowTheFloorReplays(t *testing.T) {
 				assert.Equal(t, first, again, "unsealed later changes leave the state at 4 alone")
 			}
 			f.seal(9)
-			assert.Equal(t, failed(status.OutOfRange), f.read(latestAt(4)), "the state at 4 is gone once 6 is sealed")
+			assert.Equal(t, pick(parity, first, failed(status.OutOfRange)), f.read(latestAt(4)),
+				"parity: the state at 4 is gone once 6 is sealed; the window keeps it")
 		})
 	}
 }
 
 // A deleted key is absent from a snapshot at or after its tombstone and present before it
-// while the tombstone is not sealed; a range over the tombstone returns a tombstone group.
+// (under parity only while the tombstone is not sealed); a range over the tombstone returns a
+// tombstone group.
 func TestSnapshotAroundADelete(t *testing.T) {
-	f := newFixture(t, "/A", "/B")
-	f.wait(must(f.write(2, []float32{1, 2})))
-	f.seal(2)
-	f.wait(must(f.s.DeleteAttributes(DeleteRequest{Query: f.query, Tokens: []uint64{f.attr}, Ordinal: 4})))
-	assert.Equal(t, valuesAt(2, 1, 2), f.read(latestAt(3)))
-	assert.Equal(t, failed(status.WriteFloorViolation), f.read(latestAt(4)))
-	f.seal(4)
-	assert.Equal(t, noGroups, f.read(latestAt(4)))
-	assert.Equal(t, failed(status.OutOfRange), f.read(latestAt(3)))
-	assert.Equal(t, readResult{values: [][]float32{nil}, ordinals: []uint64{4}, deletes: []bool{true}}, f.read(between(3, 4)))
+	for _, parity := range []bool{false, true} {
+		t.Run(modeName(parity), func(t *testing.T) {
+			f := newFixtureConfig(t, configFor(parity), "/A", "/B")
+			f.wait(must(f.write(2, []float32{1, 2})))
+			f.seal(2)
+			f.wait(must(f.s.DeleteAttributes(DeleteRequest{Query: f.query, Tokens: []uint64{f.attr}, Ordinal: 4})))
+			assert.Equal(t, pick(parity, valuesAt(2, 1, 2), failed(status.OutOfRange)), f.read(latestAt(3)))
+			assert.Equal(t, failed(status.WriteFloorViolation), f.read(latestAt(4)))
+			f.seal(4)
+			assert.Equal(t, noGroups, f.read(latestAt(4)))
+			assert.Equal(t, pick(parity, valuesAt(2, 1, 2), failed(status.OutOfRange)), f.read(latestAt(3)))
+			assert.Equal(t, readResult{values: [][]float32{nil}, ordinals: []uint64{4}, deletes: []bool{true}}, f.read(between(3, 4)))
+		})
+	}
 }
 
 // A read over a resolved query is refused at enqueue (no op id, no handle); over a pending
 // query it is accepted, and the fetch returns the typed status once the query completed.
 func TestWhereReadAdmissionFailuresSurface(t *testing.T) {
-	f := newFixture(t, "/A", "/B")
+	f := newFixtureConfig(t, parityConfig(), "/A", "/B") // OUT_OF_RANGE needs the reference's answer
 	f.wait(must(f.write(2, []float32{1, 2})))
 	f.seal(2)
 	f.wait(must(f.write(3, []float32{3, 4})))
@@ -441,7 +450,7 @@ func TestWhereReadAdmissionFailuresSurface(t *testing.T) {
 // dropped change, so a snapshot before that change still fails, and a group whose rows changed
 // only in dropped records takes its ordinal from them.
 func TestDroppedHistoryStillVetoesOlderSnapshots(t *testing.T) {
-	f := newFixture(t, "/A", "/B")
+	f := newFixtureConfig(t, parityConfig(), "/A", "/B") // no versions: the records decide
 	d := f.s.Dictionary()
 	list, err := d.CreateListFromStrings([]string{"/B"})
 	require.NoError(t, err)

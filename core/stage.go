@@ -64,8 +64,9 @@ type Stage struct {
 	// columns: every column of each attribute name (one per storage schema, usually one).
 	columns        map[uint64][]*column.Column
 	readAdmission  column.Admission
-	floors         floors // applied floors
-	requested      floors // floors asked for by enqueued advances (admission at enqueue)
+	historyWindow  History // versions kept for lagging snapshot reads (versions.go)
+	floors         floors  // applied floors
+	requested      floors  // floors asked for by enqueued advances (admission at enqueue)
 	queries        map[uint64]*Query
 	reads          map[uint64]*Read
 	groups         map[uint64]*Group
@@ -95,16 +96,23 @@ type Stage struct {
 type Config struct {
 	// Workers bounds parallel op execution (<= 0: GOMAXPROCS).
 	Workers int
-	// ReadAdmission is how reads answer when a selected key changed after the requested end:
-	// column.ServeSealed (default: the sealed state at the end, unless a sealed change came
-	// after it) or column.ReferenceParity (OUT_OF_RANGE, as the reference).
-	ReadAdmission column.Admission
+	// History is the window of versions kept for snapshot reads behind the floor (nil:
+	// DefaultHistory; Ordinals 0: none, reads answer exactly as the reference).
+	History *History
 	// HierarchyModel is the hierarchy model RUNTIME_DEFAULT resolves to, also run by floor
 	// advances over the world matrices (0: CPU_INCREMENTAL).
 	HierarchyModel int32
 	// Admission is the ordinal admission policy the stage captured (DEFAULT, the zero value,
 	// resolves to NONDECREASING; the process-scope rules that pick it live in lifecycle/).
 	Admission AdmissionPolicy
+}
+
+// history is the window cfg asks for.
+func (c Config) history() History {
+	if c.History == nil {
+		return DefaultHistory
+	}
+	return c.History.resolved()
 }
 
 // Validate checks the settings a caller passed.
@@ -132,12 +140,13 @@ func NewStage(name string, cfg Config) *Stage {
 		pendingMutations: map[*sched.Op]*stageOp{}, pendingAdvances: map[*sched.Op]uint64{},
 		pendingBarriers: map[*sched.Op]bool{}, attrPending: map[uint64]*attrPending{},
 		policy:  cfg.Admission.Resolve(),
-		columns: map[uint64][]*column.Column{}, readAdmission: cfg.ReadAdmission,
+		columns: map[uint64][]*column.Column{}, historyWindow: cfg.history(),
 		floors: newFloors(), requested: newFloors(),
 		queries: map[uint64]*Query{}, reads: map[uint64]*Read{}, groups: map[uint64]*Group{},
 		ordinalQueries: map[uint64]*OrdinalQuery{}, maps: map[uint64]*Map{}, clones: map[uint64]*cloneRecord{},
 		closing: make(chan struct{}), hierarchyModel: cfg.HierarchyModel,
 	}
+	s.readAdmission = s.historyWindow.readAdmission()
 	s.toStart = s.toStartBuf[:0]
 	s.hierToks = newHierarchyTokens(s)
 	s.pool.OnDetachedDone = s.forgetDetached
@@ -399,18 +408,24 @@ func (s *Stage) LastOpError(id uint64) string {
 // Diagnostics counts live engine objects (leak tests).
 type Diagnostics struct {
 	Ops, Queries, Reads, Groups, Columns, OrdinalQueries, Maps int
+	// VersionBytes is the memory the history window's versions hold (benchmarks).
+	VersionBytes int64
 }
 
 // Diagnostics returns the stage's live object counts.
 func (s *Stage) Diagnostics() Diagnostics {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
+	n, versions := 0, int64(0)
 	for _, cols := range s.columns {
 		n += len(cols)
+		for _, c := range cols {
+			versions += c.VersionBytes()
+		}
 	}
 	return Diagnostics{Ops: len(s.ops), Queries: len(s.queries), Reads: len(s.reads),
-		Groups: len(s.groups), Columns: n, OrdinalQueries: len(s.ordinalQueries), Maps: len(s.maps)}
+		Groups: len(s.groups), Columns: n, OrdinalQueries: len(s.ordinalQueries), Maps: len(s.maps),
+		VersionBytes: versions}
 }
 
 // addPrimsLocked records prims as existing.

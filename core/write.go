@@ -1102,6 +1102,7 @@ func (s *Stage) newColumnLocked(w *preparedWrite) (*column.Column, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.newColumnVersionsLocked(c)
 	s.columns[w.attr] = append(s.columns[w.attr], c)
 	return c, nil
 }

@@ -35,10 +35,13 @@ func (t KeyType) String() string {
 	return fmt.Sprintf("key type %d", int32(t))
 }
 
-// The defined keys: two of type UINT64, one of type STRING; the other types have none.
+// The defined keys: four of type UINT64 (the history window ones are ours), one of type
+// STRING; the other types have none.
 const (
 	KeyHierarchyModel        int32 = 0 // UINT64: the runtime-default hierarchy computation model
 	KeyAdmissionPolicy       int32 = 1 // UINT64: the ordinal admission policy
+	KeyHistoryOrdinals       int32 = 2 // UINT64: ordinals behind the floor snapshots are served at (0: none)
+	KeyHistoryBytes          int32 = 3 // UINT64: the memory budget of those versions (0: the default)
 	KeyBinaryPackageRootPath int32 = 0 // STRING: read by the static loader only
 )
 
@@ -77,6 +80,16 @@ type Entry struct {
 type Settings struct {
 	HierarchyModel  uint64 // concrete: CPU_INCREMENTAL unless configured
 	AdmissionPolicy uint64 // concrete: NONDECREASING unless configured
+	History         HistoryWindow
+}
+
+// HistoryWindow is the history window a set of entries names (the engine's default when Set
+// is false). Unlike the other settings it belongs to each instance: it never conflicts, and
+// an instance takes the window of the latest initialize that named one in its lifetime.
+type HistoryWindow struct {
+	Set      bool
+	Ordinals uint64 // 0: no versions, the reference's answers
+	Bytes    uint64 // 0: the default budget
 }
 
 var defaults = Settings{HierarchyModel: ModelCPUIncremental, AdmissionPolicy: PolicyNondecreasing}
@@ -105,7 +118,17 @@ func Global() *Process { return &global }
 func (p *Process) activeLocked() bool { return p.initRefs+p.instances > 0 }
 
 // overrides is what a set of entries asks for (0 = no override of that setting).
-type overrides struct{ model, policy uint64 }
+type overrides struct {
+	model, policy uint64
+	history       HistoryWindow
+}
+
+// HistoryOf is the history window entries name (Set false when they name none). The entries
+// must have passed Initialize's checks (a Python stage's own config did).
+func HistoryOf(entries []Entry) HistoryWindow {
+	o, _ := check(entries)
+	return o.history
+}
 
 func invalid(format string, args ...any) error {
 	return status.Errorf(status.InvalidArgument, format, args...)
@@ -143,6 +166,10 @@ func check(entries []Entry) (overrides, error) {
 			default:
 				return o, invalid("config->entries[%d]: ordinal admission policy %d is not a policy (%s)", i, e.Uint, policyNames)
 			}
+		case e.Type == KeyUint64 && e.Key == KeyHistoryOrdinals:
+			o.history.Set, o.history.Ordinals = true, e.Uint
+		case e.Type == KeyUint64 && e.Key == KeyHistoryBytes:
+			o.history.Set, o.history.Bytes = true, e.Uint
 		case e.Type == KeyString && e.Key == KeyBinaryPackageRootPath:
 			// Read by the static loader; a shared library ignores it.
 		default:
@@ -163,7 +190,13 @@ func resolve(s Settings, o overrides, fresh bool) (Settings, error) {
 		if o.policy != 0 {
 			s.AdmissionPolicy = o.policy
 		}
+		if o.history.Set {
+			s.History = o.history
+		}
 		return s, nil
+	}
+	if o.history.Set {
+		s.History = o.history // per instance: the latest window named wins
 	}
 	if o.model != 0 && o.model != s.HierarchyModel {
 		return s, invalid("runtime default hierarchy computation model %d conflicts with active process state (model %d)", o.model, s.HierarchyModel)
@@ -190,8 +223,8 @@ func (p *Process) Initialize(entries []Entry) error {
 	}
 	if fresh {
 		p.entries = append([]Entry(nil), entries...)
-		p.settings = s
 	}
+	p.settings = s // a later initialize changes only the history window
 	p.initRefs++
 	return nil
 }

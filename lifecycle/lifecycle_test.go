@@ -108,7 +108,7 @@ func TestEntriesAreCheckedAsAUnit(t *testing.T) {
 	}{
 		{"key type out of range", []Entry{{Type: 9}}, status.InvalidArgument, "config->entries[0]: key_type 9"},
 		{"negative key type", []Entry{{Type: -1}}, status.InvalidArgument, "key_type -1"},
-		{"unknown uint64 key", []Entry{{Type: KeyUint64, Key: 2}}, status.InvalidArgument, "key 2 is not a UINT64 configuration key"},
+		{"unknown uint64 key", []Entry{{Type: KeyUint64, Key: 4}}, status.InvalidArgument, "key 4 is not a UINT64 configuration key"},
 		{"bool keys do not exist", []Entry{{Type: KeyBool}}, status.InvalidArgument, "is not a BOOL configuration key"},
 		{"model INVALID", []Entry{model(0)}, status.InvalidArgument, "model 0 (INVALID)"},
 		{"unknown model", []Entry{model(17)}, status.InvalidArgument, "model 17 is not a model"},
@@ -124,4 +124,20 @@ func TestEntriesAreCheckedAsAUnit(t *testing.T) {
 			assert.False(t, p.Bootstrapped())
 		})
 	}
+}
+
+// The history window is per instance: it never conflicts, and an instance takes the window of
+// the latest initialize of its lifetime that named one (the engine's default before any).
+func TestHistoryWindowIsTheLatestNamed(t *testing.T) {
+	var p Process
+	window := func(n uint64) Entry { return Entry{Type: KeyUint64, Key: KeyHistoryOrdinals, Uint: n} }
+	budget := Entry{Type: KeyUint64, Key: KeyHistoryBytes, Uint: 1 << 20}
+	require.NoError(t, p.Initialize(nil))
+	assert.False(t, p.AcquireInstance().Settings.History.Set, "none named: the engine's default")
+	require.NoError(t, p.Initialize([]Entry{window(0)}))
+	assert.Equal(t, HistoryWindow{Set: true}, p.AcquireInstance().Settings.History)
+	require.NoError(t, p.Initialize([]Entry{window(4), budget}), "a different window is no conflict")
+	assert.Equal(t, HistoryWindow{Set: true, Ordinals: 4, Bytes: 1 << 20}, p.AcquireInstance().Settings.History)
+	assert.Equal(t, HistoryWindow{Set: true, Ordinals: 4, Bytes: 1 << 20}, HistoryOf([]Entry{budget, window(4)}))
+	assert.False(t, HistoryOf([]Entry{model(1)}).Set)
 }

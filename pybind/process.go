@@ -33,6 +33,7 @@ func CreateStage(name string, workers int, config uintptr) (uint64, error) {
 	return call(func() (id uint64, err error) {
 		proc := lifecycle.Global()
 		ref := &processRef{}
+		var history lifecycle.HistoryWindow // a Python stage's window is its own config's
 		if config != 0 {
 			entries, err := abi.Config(cptr.At(config))
 			if err != nil {
@@ -42,6 +43,7 @@ func CreateStage(name string, workers int, config uintptr) (uint64, error) {
 				return 0, err
 			}
 			ref.initialized = true
+			history = lifecycle.HistoryOf(entries)
 		}
 		ref.capture = proc.AcquireInstance()
 		defer func() {
@@ -56,7 +58,8 @@ func CreateStage(name string, workers int, config uintptr) (uint64, error) {
 		// them; each stage enforces the admission policy it captured, as each C instance does.
 		s := core.NewStage(name, core.Config{Workers: workers,
 			Admission:      core.AdmissionPolicy(ref.capture.Settings.AdmissionPolicy),
-			HierarchyModel: int32(ref.capture.Settings.HierarchyModel)})
+			HierarchyModel: int32(ref.capture.Settings.HierarchyModel),
+			History:        abi.History(history)})
 		processRefs.Lock()
 		processRefs.byStage[s.ID] = ref
 		processRefs.Unlock()
@@ -89,10 +92,11 @@ func DestroyStage(stageID uint64) (bool, error) {
 	})
 }
 
-// StageConfig returns "<config address> <hierarchy model> <admission policy>": the address of
-// an ovstage_config_t viewing the entries that started the process lifetime the stage was
-// created in (owned by the stage, valid until it is destroyed), the hierarchy model
-// RUNTIME_DEFAULT resolves to in it and the ordinal admission policy the stage enforces.
+// StageConfig returns "<config address> <hierarchy model> <admission policy> <history
+// ordinals> <history bytes>": the address of an ovstage_config_t viewing the entries that
+// started the process lifetime the stage was created in (owned by the stage, valid until it
+// is destroyed), the hierarchy model RUNTIME_DEFAULT resolves to in it, the ordinal admission
+// policy the stage enforces and the stage's history window.
 func StageConfig(stageID uint64) (string, error) {
 	return withStage(stageID, func(s *core.Stage) (string, error) {
 		processRefs.Lock()
@@ -101,7 +105,8 @@ func StageConfig(stageID uint64) (string, error) {
 		if ref == nil {
 			return "", status.Errorf(status.InvalidHandle, "stage %d is being destroyed", stageID)
 		}
-		return fmt.Sprintf("%d %d %d", uintptr(ref.config.Ptr()), ref.capture.Settings.HierarchyModel,
-			ref.capture.Settings.AdmissionPolicy), nil
+		w := s.HistoryWindow()
+		return fmt.Sprintf("%d %d %d %d %d", uintptr(ref.config.Ptr()), ref.capture.Settings.HierarchyModel,
+			ref.capture.Settings.AdmissionPolicy, w.Ordinals, w.Bytes), nil
 	})
 }

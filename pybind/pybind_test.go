@@ -70,8 +70,9 @@ func TestCreateStageCapturesTheLifetimesPolicy(t *testing.T) {
 	answer, err := StageConfig(stage)
 	require.NoError(t, err)
 	fields := strings.Fields(answer)
-	require.Len(t, fields, 3)
+	require.Len(t, fields, 5)
 	assert.Equal(t, strconv.FormatUint(lifecycle.PolicyStrictlyIncreasing, 10), fields[2])
+	assert.Equal(t, []string{"16", "268435456"}, fields[3:], "no window named: the default")
 	plain, err := CreateStage("plain", 1, 0)
 	require.NoError(t, err)
 	defer func() { _, _ = DestroyStage(plain) }()
@@ -79,4 +80,23 @@ func TestCreateStageCapturesTheLifetimesPolicy(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, strconv.FormatUint(lifecycle.PolicyStrictlyIncreasing, 10), strings.Fields(answer)[2],
 		"a stage created while the lifetime is active captures its policy")
+}
+
+// A Python stage's history window is its own config's, whatever other stages use.
+func TestCreateStageTakesItsOwnHistoryWindow(t *testing.T) {
+	cfg, err := abi.NewConfig([]lifecycle.Entry{{Type: lifecycle.KeyUint64, Key: lifecycle.KeyHistoryOrdinals, Uint: 0}})
+	require.NoError(t, err)
+	defer cfg.Free()
+	parity, err := CreateStage("parity", 1, uintptr(cfg.Ptr()))
+	require.NoError(t, err)
+	defer func() { _, _ = DestroyStage(parity) }()
+	plain, err := CreateStage("plain", 1, 0)
+	require.NoError(t, err)
+	defer func() { _, _ = DestroyStage(plain) }()
+	answer, err := StageConfig(parity)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"0", "268435456"}, strings.Fields(answer)[3:])
+	answer, err = StageConfig(plain)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"16", "268435456"}, strings.Fields(answer)[3:])
 }

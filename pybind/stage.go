@@ -95,7 +95,7 @@ func GetLastOpError(stageID, op uint64) (string, error) {
 func Diagnostics(stageID uint64) (string, error) {
 	return withStage(stageID, func(s *core.Stage) (string, error) {
 		d := s.Diagnostics()
-		return fmt.Sprintf("%d %d %d %d %d %d %d %d %d", d.Ops, d.Queries, d.Reads, d.Groups, d.Columns,
-			buffer.LiveCount(), d.OrdinalQueries, d.Maps, s.Dictionary().LiveLists()), nil
+		return fmt.Sprintf("%d %d %d %d %d %d %d %d %d %d", d.Ops, d.Queries, d.Reads, d.Groups, d.Columns,
+			buffer.LiveCount(), d.OrdinalQueries, d.Maps, s.Dictionary().LiveLists(), d.VersionBytes), nil
 	})
 }

@@ -27,7 +27,7 @@ func BenchmarkReadSnapshot1000Rows(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		var snap Snapshot
-		sel, snap, err = c.ReadSnapshot(prims, sel, bounds, describe)
+		sel, _, snap, err = c.ReadSnapshot(prims, sel, bounds, describe)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -127,6 +127,8 @@ type Column struct {
 	frontier  uint64
 	retention int
 	dropped   coalesced
+	// ver holds the prior images that serve snapshots behind the floor (versions.go).
+	ver versions
 	// foldedTo is the highest floor folded in: changes at or below it are sealed, changes
 	// above it are the pending deltas (admission never stages a change at or below a floor).
 	foldedTo uint64
@@ -327,6 +329,7 @@ func (c *Column) Seal(floor uint64) error {
 		n++
 	}
 	if n == 0 {
+		c.trimVersionsLocked()
 		return nil
 	}
 	c.sealGen++
@@ -339,15 +342,28 @@ func (c *Column) Seal(floor uint64) error {
 			}
 		}
 		c.pruneRecords(floor)
+		c.trimVersionsLocked()
 	}()
 	for rest := fold; len(rest) > 0; {
 		n, target := c.placedRun(rest)
+		if c.ver.keep > 0 {
+			n = sameOrdinal(rest[:n]) // each ordinal's fold keeps its own prior image
+		}
 		if err := c.sealRunLocked(rest[:n], target); err != nil {
 			return err
 		}
 		rest = rest[n:]
 	}
 	return nil
+}
+
+// sameOrdinal is how many leading deltas of run share the first one's ordinal.
+func sameOrdinal(run []*Delta) int {
+	n := 1
+	for n < len(run) && run[n].Ordinal == run[0].Ordinal {
+		n++
+	}
+	return n
 }
 
 // sealRunLocked folds deltas that seal in one placement: the column first moves there when its
@@ -358,6 +374,10 @@ func (c *Column) sealRunLocked(run []*Delta, target Placement) error {
 		if err := c.moveToLocked(target); err != nil {
 			return err
 		}
+		c.dropAllVersionsLocked() // the images are in the old placement
+	}
+	if err := c.captureLocked(run); err != nil {
+		return err
 	}
 	for _, d := range run {
 		if d.Payload.Valid() {
@@ -562,5 +582,9 @@ func (c *Column) Close() {
 		}
 	}
 	c.pending = nil
+	for _, im := range c.ver.images {
+		im.release()
+	}
+	c.ver.images, c.ver.bytes = nil, 0
 	c.store.Close()
 }

@@ -41,7 +41,8 @@ func describe(uint64) string { return "prim" }
 
 // snapshot reads prims at end (ServeSealed) without a cached selection.
 func snapshot(c *Column, prims []uint64, end uint64) (*Selection, Snapshot, error) {
-	return c.ReadSnapshot(prims, nil, Bounds{End: end}, describe)
+	_, sel, snap, err := c.ReadSnapshot(prims, nil, Bounds{End: end}, describe)
+	return sel, snap, err
 }
 
 // latestAt returns prims' values at end.
@@ -128,7 +129,7 @@ func TestCopyOnWriteKeepsReaderSnapshot(t *testing.T) {
 	write(c, 2, 2, []uint64{11}, nil, payload(t, 9)) // partial: folded by row copy
 	require.NoError(t, c.Seal(2))
 	assert.Equal(t, []float32{1, 2}, values(old, sel))
-	sel, cur, err := c.ReadSnapshot(prims, sel, Bounds{End: Current}, describe)
+	sel, _, cur, err := c.ReadSnapshot(prims, sel, Bounds{End: Current}, describe)
 	require.NoError(t, err)
 	assert.Equal(t, []float32{1, 9}, values(cur, sel))
 	assert.NotEqual(t, old.Views[0].Buffer.Data(), cur.Views[0].Buffer.Data())
@@ -162,12 +163,12 @@ func TestSelectionSparseAndReordered(t *testing.T) {
 	assert.Equal(t, []uint32{1, 2}, sel.QueryIdx)
 	assert.Equal(t, []int32{1, 0}, sel.Rows)
 	assert.False(t, sel.IdentityRows)
-	again, snap, err := c.ReadSnapshot(q, sel, Bounds{End: Current}, describe)
+	again, _, snap, err := c.ReadSnapshot(q, sel, Bounds{End: Current}, describe)
 	require.NoError(t, err)
 	snap.Release()
 	assert.Same(t, sel, again, "unchanged layout reuses the selection")
 	write(c, 2, 2, []uint64{99}, nil, payload(t, 3))
-	again, _, err = c.ReadSnapshot(q, sel, Bounds{End: 1}, describe)
+	again, _, _, err = c.ReadSnapshot(q, sel, Bounds{End: 1}, describe)
 	require.NoError(t, err, "the new row's change (at 2) comes after 1 and is not sealed")
 	assert.NotSame(t, sel, again, "a new row invalidates it")
 }

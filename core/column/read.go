@@ -145,20 +145,31 @@ func (s Snapshot) Release() {
 }
 
 // ReadSnapshot admits a snapshot read at b.End of prims (see the rules above) and pins the
-// sealed state of the returned keys. It returns the selection to cache for the next read
-// through the same prims (prev is the cached one) even when admission fails; describe
-// names a prim in errors.
-func (c *Column) ReadSnapshot(prims []uint64, prev *Selection, b Bounds, describe func(prim uint64) string) (*Selection, Snapshot, error) {
+// state at b.End of the returned keys. It returns the selection to cache for the next read
+// through the same prims (prev is the cached one) even when admission fails, and the
+// selection of the returned keys (the cached one, unless retained versions served the read);
+// describe names a prim in errors.
+func (c *Column) ReadSnapshot(prims []uint64, prev *Selection, b Bounds, describe func(prim uint64) string) (cache, picked *Selection, snap Snapshot, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sel := c.selectLocked(prims, prev)
 	if err := c.admitSnapshotLocked(sel.keys, b, describe); err != nil {
-		return sel, Snapshot{}, err
+		return sel, sel, Snapshot{}, err
+	}
+	if c.servesVersionLocked(b.End) {
+		if from := c.imagesAfterLocked(b.End); from < len(c.ver.images) {
+			// Sealed changes after the end replaced some of its state: rebuild it.
+			queryIdx, rows, snap, err := c.versionSnapshotLocked(prims, b.End, from)
+			if err != nil {
+				return sel, sel, Snapshot{}, err
+			}
+			return sel, &Selection{QueryIdx: queryIdx, Rows: rows, Count: len(rows)}, snap, nil
+		}
 	}
 	if sel.Count == 0 {
-		return sel, Snapshot{Layout: c.layout}, nil
+		return sel, sel, Snapshot{Layout: c.layout}, nil
 	}
-	snap := c.snapshotRowsLocked(sel.Rows, sel.IdentityRows)
+	snap = c.snapshotRowsLocked(sel.Rows, sel.IdentityRows)
 	switch {
 	case sel.allVisible:
 		snap.Ordinal = c.sealedOrdinal
@@ -168,7 +179,7 @@ func (c *Column) ReadSnapshot(prims []uint64, prev *Selection, b Bounds, describ
 		snap.Ordinal = c.newestSealedLocked(sel.Rows)
 		sel.ordinal, sel.ordinalGen = snap.Ordinal, c.sealGen
 	}
-	return sel, snap, nil
+	return sel, sel, snap, nil
 }
 
 // admitSnapshotLocked applies rules 1 and 2 to a snapshot of keys.
@@ -183,7 +194,7 @@ func (c *Column) admitSnapshotLocked(keys keySet, b Bounds, describe func(uint64
 				describe(c.rows.primAt(r)), d.Ordinal, endName(b.End), c.foldedTo)
 		}
 	}
-	if b.End == Current {
+	if b.End == Current || c.servesVersionLocked(b.End) {
 		return nil
 	}
 	newest := c.sealedOrdinal

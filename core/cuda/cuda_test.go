@@ -441,7 +441,7 @@ func testColumnStorageSealsOnTheDevice(t *testing.T, fake bool) {
 	c.Stage(prims, &column.Delta{Ordinal: 1, Seq: 1, Payload: upload(1, 2, 3)})
 	require.NoError(t, c.Seal(1))
 	current := column.Bounds{End: column.Current}
-	_, snap, err := c.ReadSnapshot(prims, nil, current, func(uint64) string { return "p" })
+	_, _, snap, err := c.ReadSnapshot(prims, nil, current, func(uint64) string { return "p" })
 	require.NoError(t, err)
 	assert.True(t, IsDeviceBuffer(snap.Views[0].Buffer))
 	assert.Equal(t, int32(d.Ordinal), snap.Views[0].Buffer.DeviceID())
@@ -454,7 +454,7 @@ func testColumnStorageSealsOnTheDevice(t *testing.T, fake bool) {
 	if fake {
 		assert.Equal(t, records+1, FakeStat("records"), "the new version's ready event is recorded")
 	}
-	_, snap2, err := c.ReadSnapshot(prims, nil, current, func(uint64) string { return "p" })
+	_, _, snap2, err := c.ReadSnapshot(prims, nil, current, func(uint64) string { return "p" })
 	require.NoError(t, err)
 	assert.NotEqual(t, snap.Views[0].Buffer.Data(), snap2.Views[0].Buffer.Data())
 	assert.Equal(t, []float32{1, 2, 3}, download(snap.Views[0].Buffer, 3), "the reader's version is untouched")
@@ -496,7 +496,7 @@ func testColumnMovesToWherePlacedChangesPutIt(t *testing.T, fake bool) {
 		return append([]float32(nil), unsafe.Slice((*float32)(h.Data()), n)...)
 	}
 	read := func() column.Snapshot {
-		_, snap, err := c.ReadSnapshot([]uint64{1, 2, 3}, nil, column.Bounds{End: column.Current}, func(uint64) string { return "p" })
+		_, _, snap, err := c.ReadSnapshot([]uint64{1, 2, 3}, nil, column.Bounds{End: column.Current}, func(uint64) string { return "p" })
 		require.NoError(t, err)
 		return snap
 	}

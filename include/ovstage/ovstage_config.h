@@ -57,6 +57,21 @@ ovstage_config_entry_runtime_default_ordinal_admission_policy(
 }
 
 /*
+ * Ours: how many ordinals behind its floor an instance created after this initialize serves
+ * snapshot reads at (0: none, the reference's answers; without the entry: 16).
+ */
+static inline ovstage_config_entry_t ovstage_config_entry_history_window_ordinals(uint64_t ordinals)
+{
+    return ovstage_config_entry_uint64(OVSTAGE_CONFIG_HISTORY_WINDOW_ORDINALS, ordinals);
+}
+
+/* Ours: the memory budget in bytes of those versions (0 or no entry: 256 MiB). */
+static inline ovstage_config_entry_t ovstage_config_entry_history_window_bytes(uint64_t bytes)
+{
+    return ovstage_config_entry_uint64(OVSTAGE_CONFIG_HISTORY_WINDOW_BYTES, bytes);
+}
+
+/*
  * Where the static loader finds the runtime package; may contain
  * OVX_CONFIG_EXECUTABLE_DIR_TOKEN. Shared libraries ignore it.
  */

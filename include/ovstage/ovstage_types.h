@@ -71,10 +71,18 @@ typedef enum ovstage_config_int64_t {
     OVSTAGE_CONFIG_INT64_COUNT = 0
 } ovstage_config_int64_t;
 
+/*
+ * The HISTORY_WINDOW keys are ours (not the reference's): how many ordinals behind its floor an
+ * instance serves snapshot reads at (0: none, the reference's answers; default 16) and the
+ * memory budget of those versions in bytes (0: the default, 256 MiB). They never conflict: an
+ * instance takes the values of the latest ovstage_initialize that named them in its lifetime.
+ */
 typedef enum ovstage_config_uint64_t {
     OVSTAGE_CONFIG_RUNTIME_DEFAULT_HIERARCHY_COMPUTATION_MODEL = 0, /* a model id */
     OVSTAGE_CONFIG_RUNTIME_DEFAULT_ORDINAL_ADMISSION_POLICY = 1,    /* an admission policy */
-    OVSTAGE_CONFIG_UINT64_COUNT = 2
+    OVSTAGE_CONFIG_HISTORY_WINDOW_ORDINALS = 2,                     /* ordinals (ours) */
+    OVSTAGE_CONFIG_HISTORY_WINDOW_BYTES = 3,                        /* bytes (ours) */
+    OVSTAGE_CONFIG_UINT64_COUNT = 4
 } ovstage_config_uint64_t;
 
 typedef enum ovstage_config_double_t {

@@ -27,6 +27,11 @@ from ._dlpack import (
 )
 
 __all__ = [
+    "CONFIG_HISTORY_WINDOW_BYTES",
+    "CONFIG_HISTORY_WINDOW_ORDINALS",
+    "CONFIG_KEY_TYPE_UINT64",
+    "CONFIG_RUNTIME_DEFAULT_HIERARCHY_COMPUTATION_MODEL",
+    "CONFIG_RUNTIME_DEFAULT_ORDINAL_ADMISSION_POLICY",
     "AttributeMetaRaw",
     "AttributeWrite",
     "BuildInfoRaw",
@@ -109,6 +114,15 @@ class ConfigEntryValue(ctypes.Union):
         ("double_value", ctypes.c_double),
         ("string_value", OvxString),
     ]
+
+
+#: ``ovstage_config_key_type_t`` UINT64 and the keys of ``ovstage_config_uint64_t`` (the
+#: HISTORY_WINDOW ones are ours).
+CONFIG_KEY_TYPE_UINT64 = 2
+CONFIG_RUNTIME_DEFAULT_HIERARCHY_COMPUTATION_MODEL = 0
+CONFIG_RUNTIME_DEFAULT_ORDINAL_ADMISSION_POLICY = 1
+CONFIG_HISTORY_WINDOW_ORDINALS = 2
+CONFIG_HISTORY_WINDOW_BYTES = 3
 
 
 class ConfigEntryRaw(ctypes.Structure):

@@ -201,13 +201,20 @@ class Stage(_HierarchyMixin):
         self._workers = None if config is None else config.workers
         self._id = call(native.CreateStage, name or "", workers, _struct_addr(raw))
         self.name = name
-        _, model, policy = call(native.StageConfig, self._id).split(" ")
+        _, model, policy, history_ordinals, history_bytes = call(
+            native.StageConfig, self._id
+        ).split(" ")
         self._path_lists = PathListBook(self)
         #: The runtime-default hierarchy model captured at creation: what ``RUNTIME_DEFAULT``
         #: names in ``compute_hierarchy`` and what a floor advance runs (the engine resolves it).
         self.hierarchy_model: int = int(model)
         #: The ordinal admission policy the stage captured at creation (its process lifetime's).
         self.ordinal_admission_policy = OrdinalAdmissionPolicy(int(policy))
+        #: The window of versions the stage keeps for lagging snapshot reads: how many
+        #: ordinals behind the floor ``latest(N)`` is served (0: none, the reference's
+        #: answers) and their memory budget in bytes (``StageConfig.history_*``).
+        self.history_ordinals: int = int(history_ordinals)
+        self.history_bytes: int = int(history_bytes)
         self._destroyed = False
 
     @property
@@ -215,7 +222,7 @@ class Stage(_HierarchyMixin):
         """The process configuration this stage was created in: the entries that started the
         process lifetime (missing settings stay ``None``; defaults are not filled in), read
         anew at each access, with this stage's own ``workers``."""
-        addr, _, _ = call(native.StageConfig, self._require_live("config")).split(" ")
+        addr = call(native.StageConfig, self._require_live("config")).split(" ")[0]
         return config_from_c(ConfigRaw.from_address(int(addr)), self._workers)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -1122,7 +1129,8 @@ class Stage(_HierarchyMixin):
 
     def _diagnostics(self) -> dict[str, int]:
         """Live engine object counts (for leak tests); ``buffers`` count the whole process,
-        ``path_lists`` this stage's dictionary."""
+        ``path_lists`` this stage's dictionary, ``version_bytes`` the memory of the history
+        window's versions (benchmarks)."""
         keys = (
             "ops",
             "queries",
@@ -1133,6 +1141,7 @@ class Stage(_HierarchyMixin):
             "ordinal_queries",
             "maps",
             "path_lists",
+            "version_bytes",
         )
         values = call(native.Diagnostics, self._require_live("diagnostics")).split(" ")
         return dict(zip(keys, (int(v) for v in values), strict=False))

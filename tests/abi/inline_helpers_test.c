@@ -1138,6 +1138,14 @@ static void test_config_builders(void)
     CHECK(e.key_type == OVSTAGE_CONFIG_KEY_TYPE_UINT64 && e.key.uint64_key == 0 &&
           e.value.uint_value == OVSTAGE_HIERARCHY_COMPUTATION_MODEL_GPU_GLOBAL);
 
+    e = ovstage_config_entry_history_window_ordinals(3);
+    CHECK(e.key_type == OVSTAGE_CONFIG_KEY_TYPE_UINT64 && e.key.uint64_key == 2 &&
+          e.key.uint64_key == OVSTAGE_CONFIG_HISTORY_WINDOW_ORDINALS && e.value.uint_value == 3);
+
+    e = ovstage_config_entry_history_window_bytes(1u << 20);
+    CHECK(e.key_type == OVSTAGE_CONFIG_KEY_TYPE_UINT64 && e.key.uint64_key == 3 &&
+          e.key.uint64_key == OVSTAGE_CONFIG_HISTORY_WINDOW_BYTES && e.value.uint_value == 1u << 20);
+
     e = ovstage_config_entry_binary_package_root_path(root);
     CHECK(e.key_type == OVSTAGE_CONFIG_KEY_TYPE_STRING &&
           e.key.string_key == OVSTAGE_CONFIG_BINARY_PACKAGE_ROOT_PATH &&

@@ -23,6 +23,7 @@ SCRIPTS = [
     "bench_c_api.py",
     "bench_typed_reads.py",
     "bench_scaling.py",
+    "bench_history.py",
 ]
 QUICK = {"bench_async.py", "bench_c_api.py", "bench_typed_reads.py", "bench_scaling.py"}
 

@@ -292,15 +292,30 @@ static ovstage_ordinal_range_t between(ovstage_ordinal_t a, ovstage_ordinal_t b)
  * Reads attr (float32 scalar) over q and stores the value of each query prim in out (NAN-free
  * callers pass a sentinel in out first); returns the number of value groups, -1 on error.
  */
+static int read_f32_at(stage_t* s, ovstage_query_handle_t q, ovx_token_t attr, float* out,
+                       size_t nprims, ovstage_ordinal_range_t range, ovstage_api_status_t* refused);
+
 static int read_f32(stage_t* s, ovstage_query_handle_t q, ovx_token_t attr, float* out,
                     size_t nprims)
+{
+    return read_f32_at(s, q, attr, out, nprims, latest(UINT64_MAX), NULL);
+}
+
+/* read_f32 over range; a read refused at enqueue returns -1 with its status in *refused (a
+ * NULL refused makes the refusal a failed check). */
+static int read_f32_at(stage_t* s, ovstage_query_handle_t q, ovx_token_t attr, float* out,
+                       size_t nprims, ovstage_ordinal_range_t range, ovstage_api_status_t* refused)
 {
     ovstage_read_handle_t r = 0;
     ovstage_read_group_t g;
     ovstage_api_status_t st;
     int groups = 0;
-    ovstage_enqueue_result_t e = ovstage_read_attributes(s->inst, q, &attr, 1, latest(UINT64_MAX), &r);
-    CHECK_STATUS(e.status, OVSTAGE_OK);
+    ovstage_enqueue_result_t e = ovstage_read_attributes(s->inst, q, &attr, 1, range, &r);
+    if (refused != NULL) {
+        *refused = e.status;
+    } else {
+        CHECK_STATUS(e.status, OVSTAGE_OK);
+    }
     if (e.status != OVSTAGE_OK) {
         return -1;
     }
@@ -2518,6 +2533,82 @@ static void test_ordinal_admission_policies(void)
     CHECK_STATUS(ovstage_shutdown(), OVSTAGE_OK);
 }
 
+/* The history window: latest(N) behind the floor is the state at N while N is at or above
+ * get_oldest_preserved_ordinal; a window of 0 (our config entry) answers as the reference. */
+static void history_writes(stage_t* s, ovstage_query_handle_t q)
+{
+    ovstage_ordinal_t o;
+    for (o = 1; o <= 3; ++o) {
+        float v[3] = {(float)o, (float)(10 * o), (float)(100 * o)};
+        WAIT_OK(s, write_f32(s, q, "x", o, v, 3));
+        seal(s, o);
+    }
+}
+
+static ovstage_ordinal_t oldest_preserved(stage_t* s)
+{
+    ovstage_ordinal_query_handle_t h = 0;
+    ovstage_enqueue_result_t e = ovstage_get_oldest_preserved_ordinal(s->inst, &h);
+    return fetch_and_release_ordinal(s, e, &h);
+}
+
+static void test_history_window(void)
+{
+    float got[3] = {0, 0, 0};
+    ovstage_api_status_t refused = OVSTAGE_OK;
+    ovstage_config_entry_t e[2];
+    ovstage_config_t cfg;
+    stage_t s = new_stage("default window");
+    ovx_primpath_list_t list = list_of(&s, ABC, 3);
+    ovstage_query_handle_t q = query_of(&s, list);
+
+    history_writes(&s, q);
+    CHECK(read_f32_at(&s, q, token(&s, "x"), got, 3, latest(1), NULL) == 1);
+    CHECK(got[0] == 1 && got[1] == 10 && got[2] == 100);
+    CHECK(read_f32_at(&s, q, token(&s, "x"), got, 3, latest(2), NULL) == 1);
+    CHECK(got[0] == 2 && got[1] == 20 && got[2] == 200);
+    CHECK(read_f32_at(&s, q, token(&s, "x"), got, 3, latest(0), NULL) == 0); /* nothing at 0 */
+    CHECK(oldest_preserved(&s) == 0);
+    release_query(&s, q);
+    release_list(&s, list);
+    destroy_stage(&s);
+
+    /* Window 0: the reference's answer. */
+    cfg.entries = e;
+    cfg.entry_count = 1;
+    e[0] = ovstage_config_entry_history_window_ordinals(0);
+    CHECK_STATUS(ovstage_initialize(&cfg), OVSTAGE_OK);
+    s = new_stage("parity");
+    list = list_of(&s, ABC, 3);
+    q = query_of(&s, list);
+    history_writes(&s, q);
+    CHECK(read_f32_at(&s, q, token(&s, "x"), got, 3, latest(2), &refused) == -1);
+    CHECK_STATUS(refused, OVSTAGE_ERROR_OUT_OF_RANGE);
+    release_query(&s, q);
+    release_list(&s, list);
+    destroy_stage(&s);
+
+    /* A later initialize names another window (no conflict): window 1, a small budget. */
+    e[0] = ovstage_config_entry_history_window_ordinals(1);
+    e[1] = ovstage_config_entry_history_window_bytes(1 << 20);
+    cfg.entry_count = 2;
+    CHECK_STATUS(ovstage_initialize(&cfg), OVSTAGE_OK);
+    s = new_stage("window 1");
+    list = list_of(&s, ABC, 3);
+    q = query_of(&s, list);
+    history_writes(&s, q);
+    CHECK(oldest_preserved(&s) == 2);
+    CHECK(read_f32_at(&s, q, token(&s, "x"), got, 3, latest(2), NULL) == 1);
+    CHECK(got[0] == 2 && got[1] == 20 && got[2] == 200);
+    CHECK(read_f32_at(&s, q, token(&s, "x"), got, 3, latest(1), &refused) == -1);
+    CHECK_STATUS(refused, OVSTAGE_ERROR_OUT_OF_RANGE);
+    release_query(&s, q);
+    release_list(&s, list);
+    destroy_stage(&s);
+    CHECK_STATUS(ovstage_shutdown(), OVSTAGE_OK);
+    CHECK_STATUS(ovstage_shutdown(), OVSTAGE_OK);
+}
+
 /* FORCE replaces the schema of the target prims on writes, batch entries and map commits;
  * REJECT refuses the change. */
 static void test_attribute_mode_force(void)
@@ -3000,6 +3091,7 @@ int main(void)
     run_test("hierarchy_models_and_automatic_computation", test_hierarchy_models_and_automatic_computation);
     run_test("logging", test_logging);
     run_test("ordinal_admission_policies", test_ordinal_admission_policies);
+    run_test("history_window", test_history_window);
     run_test("attribute_mode_force", test_attribute_mode_force);
     run_test("not_in_this_build", test_not_in_this_build);
     run_test("extensions_and_placement", test_extensions_and_placement);

@@ -39,9 +39,13 @@ def _fail_on_leaked_handles() -> Iterator[None]:
 
 
 @pytest.fixture
-def stage() -> Iterator[ovstage.Stage]:
-    """A fresh stage, destroyed after the test."""
-    s = ovstage.Stage("pytest")
+def stage(request: pytest.FixtureRequest) -> Iterator[ovstage.Stage]:
+    """A fresh stage, destroyed after the test; with ``@pytest.mark.parity`` it keeps no
+    history window (``history_ordinals=0``) and answers reads exactly as the reference."""
+    if request.node.get_closest_marker("parity") is not None:
+        s = ovstage.Stage("pytest", config=ovstage.StageConfig(history_ordinals=0))
+    else:
+        s = ovstage.Stage("pytest")
     try:
         yield s
     finally:

@@ -369,8 +369,11 @@ class StageModel:
     """Reference model of one stage's ordinals, floors, prims, columns, deletes, map commits,
     clones and reads, under one ordinal admission policy (the default NONDECREASING)."""
 
-    def __init__(self, policy: int = NONDECREASING) -> None:
+    def __init__(self, policy: int = NONDECREASING, window: int = 16) -> None:
         self.policy = policy
+        #: The stage's history window (``StageConfig.history_ordinals``; 0: the reference's
+        #: answers, where any change after the end refuses a snapshot).
+        self.window = window
         self.lifecycle: list[LifecycleEvent] = []
         self.floors = Floors()
         self.history: dict[Key, list[Change]] = {}
@@ -776,31 +779,74 @@ class StageModel:
 
     # -- reads ---------------------------------------------------------------------------
 
-    def _key_outcome(self, applied: list[Change], floor: int, span: Span) -> Outcome:
+    def _key_outcome(
+        self, applied: list[Change], floor: int, span: Span, served: bool = False
+    ) -> Outcome:
         """The outcome of a key when exactly ``applied`` of its changes were applied.
 
         A key is selected when it has a row (a snapshot) or a change in the range. Then an
         unsealed selected change at or before the end fails the read with
         ``WRITE_FLOOR_VIOLATION``; else a sealed change after the end (never for current
-        values) with ``OUT_OF_RANGE``; else the key shows its sealed state, which is its state
-        at the end (a change after the end that is not sealed does not touch it)."""
+        values; with no window, any change after the end) with ``OUT_OF_RANGE``, unless the
+        read is ``served``: a snapshot inside the history window, which shows the key's newest
+        sealed change at or before the end; else the key shows its sealed state, which is its
+        state at the end (a change after the end that is not sealed does not touch it)."""
         if not any(c.is_write for c in applied):
             return ABSENT  # no row
-        sealed = [c for c in applied if c.ordinal <= floor]
+        sealed = [
+            c for c in applied if c.ordinal <= floor and (not served or c.ordinal <= span.end)
+        ]
         newest = max(sealed, key=lambda c: (c.ordinal, c.seq)) if sealed else None
         in_span = [c for c in applied if span.start <= c.ordinal <= span.end]
         if span.is_range and not in_span:
             return ABSENT
         if any(c.ordinal > floor for c in in_span):
             return ErrorCode.WRITE_FLOOR_VIOLATION
-        if span.end != CURRENT and any(span.end < c.ordinal <= floor for c in applied):
+        parity = self.window == 0
+        if (
+            not served
+            and span.end != CURRENT
+            and any(span.end < c.ordinal and (parity or c.ordinal <= floor) for c in applied)
+        ):
             return ErrorCode.OUT_OF_RANGE
         if newest is None or (newest.value is TOMBSTONE and not span.is_range):
             return ABSENT
         return newest.value
 
+    def version_frontier(self, attribute: str, schema: Schema) -> int:
+        """The oldest snapshot end the column ``(attribute, schema)`` serves from its
+        versions: the newest change of any of its keys at least ``window`` ordinals behind
+        the floor (the state before it is no longer kept)."""
+        floor = self.floors.effective(attribute)
+        if floor < self.window:
+            return 0
+        return max(
+            (
+                c.ordinal
+                for key, changes in self.history.items()
+                if key[0] == attribute and key[2] == schema
+                for c in changes
+                if c.ordinal <= floor - self.window
+            ),
+            default=0,
+        )
+
+    def oldest_preserved(self) -> int:
+        """What ``get_oldest_preserved_ordinal`` reports (with a window)."""
+        return max((self.version_frontier(k[0], k[2]) for k in self.history), default=0)
+
+    def _served(self, key: Key, span: Span) -> bool:
+        """Whether a read of ``key`` over ``span`` is served from the history window."""
+        return (
+            self.window > 0
+            and not span.is_range
+            and span.end != CURRENT
+            and span.end >= self.version_frontier(key[0], key[2])
+        )
+
     def _key_outcomes(self, key: Key, floor: int, span: Span) -> set[Outcome]:
         changes = self.history.get(key, [])
+        served = self._served(key, span)
         # Changes at or below the floor are applied by the time the read runs (it waits for
         # the advances, which wait for them); pending ones above it may or may not be.
         certain = [c for c in changes if self._applied(c) or c.ordinal <= floor]
@@ -808,7 +854,7 @@ class StageModel:
         outcomes = set()
         for n in range(len(maybe) + 1):
             for subset in combinations(maybe, n):
-                outcomes.add(self._key_outcome(certain + list(subset), floor, span))
+                outcomes.add(self._key_outcome(certain + list(subset), floor, span, served))
         return outcomes
 
     def pending_changes(self, paths: Sequence[str], attributes: Sequence[str]) -> int:
@@ -834,7 +880,7 @@ class StageModel:
                 if key[0] != attribute or key[1] not in paths:
                     continue
                 exp.outcomes[key] = self._key_outcomes(key, floor, span)
-                sealed = [c for c in changes if c.ordinal <= floor]
+                sealed = [c for c in changes if c.ordinal <= min(floor, span.end)]
                 if sealed:
                     exp.sealed_top[key] = max(sealed, key=lambda c: (c.ordinal, c.seq)).ordinal
         return exp

@@ -83,8 +83,30 @@ def test_a_snapshot_counts_the_changes_up_to_its_end(stage, abc) -> None:
     stage.advance_write_floor(5).wait()
     for end in (5, 99):
         assert latest(stage, abc, "t", end) == {"/A": 1.0, "/B": 2.0, "/C": 3.0}
-    for end in (0, 4):  # a sealed change after the end
+    for end in (0, 4):  # a sealed change after the end: the history window serves the state
+        assert latest(stage, abc, "t", end) == {}
+
+
+@pytest.mark.parity
+def test_parity_a_snapshot_before_any_change_is_out_of_range(stage, abc) -> None:
+    _write(stage, abc, "t", 5, [1, 2, 3])
+    for end in (0, 4):  # the reference: a change after the end, sealed or not
         assert read_error(stage, abc, ["t"], OrdinalRange.latest(end)) == ErrorCode.OUT_OF_RANGE
+    stage.advance_write_floor(5).wait()
+    for end in (0, 4):
+        assert read_error(stage, abc, ["t"], OrdinalRange.latest(end)) == ErrorCode.OUT_OF_RANGE
+    assert latest(stage, abc, "t", 5) == {"/A": 1.0, "/B": 2.0, "/C": 3.0}
+
+
+@pytest.mark.parity
+def test_parity_keeps_only_the_current_payload(stage, abc) -> None:
+    _write(stage, abc, "t", 1, [1, 2, 3])
+    stage.advance_write_floor(1).wait()
+    _write(stage, abc, "t", 2, [4, 5, 6])
+    stage.advance_write_floor(2).wait()
+    assert read_error(stage, abc, ["t"], OrdinalRange.latest(1)) == ErrorCode.OUT_OF_RANGE
+    _write(stage, abc, "t", 3, [7, 8, 9])
+    assert read_error(stage, abc, ["t"], OrdinalRange.latest(2)) == ErrorCode.OUT_OF_RANGE
 
 
 def test_latest_read_serves_the_sealed_state_at_its_end(stage, abc) -> None:
@@ -92,8 +114,8 @@ def test_latest_read_serves_the_sealed_state_at_its_end(stage, abc) -> None:
     stage.advance_write_floor(1).wait()
     _write(stage, abc, "t", 2, [4, 5, 6])
     stage.advance_write_floor(2).wait()
-    # Only current payloads are kept: the state at 1 was replaced by a sealed change.
-    assert read_error(stage, abc, ["t"], OrdinalRange.latest(1)) == ErrorCode.OUT_OF_RANGE
+    # The history window: the state at 1 is still served after 2 was sealed.
+    assert latest(stage, abc, "t", 1) == {"/A": 1.0, "/B": 2.0, "/C": 3.0}
     assert latest(stage, abc, "t", 2) == {"/A": 4.0, "/B": 5.0, "/C": 6.0}
     # Our policy: an unsealed newer change leaves the state at 2 readable.
     _write(stage, abc, "t", 3, [7, 8, 9])
@@ -342,6 +364,7 @@ def test_floor_query_attribute_guard(stage) -> None:
 # ---------------------------------------------------------------- retention frontier
 
 
+@pytest.mark.parity  # no history window: the frontier is the change records'
 def test_frontier_moves_once_a_column_coalesces_its_records(stage, make_query) -> None:
     query = make_query(["/A"])
     for ordinal in range(1, 1025):

@@ -175,12 +175,18 @@ class StageMachine(RuleBasedStateMachine):
     """Drives a stage and the model side by side."""
 
     queries = Bundle("queries")
+    #: The stage's history window (None: the default config, 16 ordinals).
+    WINDOW: int | None = None
 
     def __init__(self) -> None:
         super().__init__()
-        self.stage = ovstage.Stage("model")
+        if self.WINDOW is None:
+            self.stage = ovstage.Stage("model")
+        else:
+            config = ovstage.StageConfig(history_ordinals=self.WINDOW)
+            self.stage = ovstage.Stage("model", config=config)
         self.paths = ovstage.PathDictionary(self.stage)
-        self.model = StageModel()
+        self.model = StageModel(window=self.stage.history_ordinals)
         self.ops: dict[int, ovstage.Operation] = {}
         self.live_queries: list[QueryRef] = []
         self.sessions: list[MapSession] = []
@@ -350,6 +356,10 @@ class StageMachine(RuleBasedStateMachine):
                 event(f"{kind} read returned several columns of one name")
         if any(len(o) > 1 for o in self.expected.outcomes.values()):
             event(f"{kind} read with uncertain keys")
+        floors = [self.model.floors.effective(n) for n in names]
+        if not span.is_range and span.end < max(floors):
+            status = outcome.name if isinstance(outcome, ErrorCode) else "served"
+            event(f"lagging latest read (window {self.model.window}): {status}")
         problem = self.expected.check(outcome)
         assert problem is None, f"{kind} read {names} {span} over {ref.paths}: {problem}"
 
@@ -806,6 +816,16 @@ class StageMachine(RuleBasedStateMachine):
             want = self.model.floors.effective(name)
         assert got == want, (name, got, want)
 
+    @rule()
+    def check_oldest_preserved(self) -> None:
+        """``get_oldest_preserved_ordinal``: where the history window starts."""
+        self._flush()
+        with self.stage.get_oldest_preserved_ordinal() as query:
+            got = query.fetch()
+        want = self.model.oldest_preserved() if self.model.window else 0
+        assert got == want, (got, want, self.model.window)
+        event(f"oldest preserved ordinal (window {self.model.window}): {'> 0' if got else '0'}")
+
     @precondition(lambda self: len(self.live_queries) > 1)
     @rule(ref=consumes(queries))
     def release_query(self, ref: QueryRef) -> None:
@@ -875,5 +895,25 @@ def _register_profiles() -> settings:
     return settings(chosen, **overrides)
 
 
+class ShortWindowMachine(StageMachine):
+    """A window of 2 ordinals: lagging reads fall below its frontier and meet its boundary."""
+
+    WINDOW = 2
+
+
+class ParityMachine(StageMachine):
+    """Window 0: the reference's answers (any change after the end refuses a snapshot)."""
+
+    WINDOW = 0
+
+
 StageMachine.TestCase.settings = _register_profiles()
 TestStageModel = StageMachine.TestCase
+# The window variants run fewer examples: the default machine covers the rest of the rules.
+_variant = settings(
+    _register_profiles(), max_examples=max(1, _register_profiles().max_examples // 3)
+)
+ShortWindowMachine.TestCase.settings = _variant
+ParityMachine.TestCase.settings = _variant
+TestStageModelShortWindow = ShortWindowMachine.TestCase
+TestStageModelParity = ParityMachine.TestCase

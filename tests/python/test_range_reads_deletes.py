@@ -109,9 +109,10 @@ def test_keys_outside_the_query_never_veto(stage, history, make_query) -> None:
     assert values_of(groups, "t") == {"/C": 3.0}
 
 
+@pytest.mark.parity
 def test_a_snapshot_before_a_sealed_change_is_out_of_range(stage, history) -> None:
-    # latest(N) is the state at N; only current payloads are kept, so a sealed change after N
-    # on a queried key makes it unavailable.
+    # Parity (no history window): latest(N) is the state at N; only current payloads are
+    # kept, so a sealed change after N on a queried key makes it unavailable.
     for end in (0, 1):
         assert read_error(stage, history, ["t"], OrdinalRange.latest(end)) == ErrorCode.OUT_OF_RANGE
     assert read_error(stage, history, ["t", "u"], OrdinalRange.latest(2)) == ErrorCode.OUT_OF_RANGE
@@ -119,6 +120,17 @@ def test_a_snapshot_before_a_sealed_change_is_out_of_range(stage, history) -> No
     for end in (3, 2**64 - 1):
         groups = read_groups(stage, history, ["t", "u"], OrdinalRange.latest(end))
         assert values_of(groups, "t") == {"/A": 4.0, "/B": 5.0, "/C": 3.0}
+
+
+def test_a_snapshot_before_a_sealed_change_is_the_state_at_n(stage, history) -> None:
+    # The history window serves every N since nothing was dropped: t and u at N together.
+    assert latest(stage, history, "t", 0) == {}
+    assert latest(stage, history, "t", 1) == {"/A": 1.0, "/B": 2.0, "/C": 3.0}
+    groups = read_groups(stage, history, ["t", "u"], OrdinalRange.latest(2))
+    assert values_of(groups, "t") == {"/A": 4.0, "/B": 5.0, "/C": 3.0}
+    assert values_of(groups, "u") == {}
+    groups = read_groups(stage, history, ["t", "u"], OrdinalRange.latest(3))
+    assert values_of(groups, "u") == {"/A": 7.0, "/B": 8.0, "/C": 9.0}
 
 
 def test_in_range_change_above_the_floor_is_a_write_floor_violation(stage, history) -> None:

@@ -227,14 +227,27 @@ def test_read_of_unsealed_data_is_rejected_with_write_floor_violation(
 
 def test_a_snapshot_before_an_unsealed_first_write_is_empty(stage, make_query, read_values) -> None:
     # Ours (README "Where we differ"): at 0 the attribute does not exist yet, and the change at
-    # 1 is not sealed (the reference: OUT_OF_RANGE). Once 1 is sealed, the state at 0 is gone.
+    # 1 is not sealed (the reference: OUT_OF_RANGE). Once 1 is sealed, the history window
+    # still serves the state at 0.
     query = make_query(ABC)
     stage.write_attribute(query, "t", 1, np.array([1, 2, 3], np.float32), is_array=False).wait()
     assert read_values(query, "t", 0) == {}
     stage.advance_write_floor(1).wait()
-    with pytest.raises(OvstageError) as info:
-        read_values(query, "t", 0)
-    assert info.value.code == ErrorCode.OUT_OF_RANGE
+    assert read_values(query, "t", 0) == {}
+
+
+@pytest.mark.parity
+def test_parity_a_snapshot_before_a_first_write_is_out_of_range(
+    stage, make_query, read_values
+) -> None:
+    query = make_query(ABC)
+    stage.write_attribute(query, "t", 1, np.array([1, 2, 3], np.float32), is_array=False).wait()
+    for sealed in (False, True):
+        if sealed:
+            stage.advance_write_floor(1).wait()
+        with pytest.raises(OvstageError) as info:
+            read_values(query, "t", 0)
+        assert info.value.code == ErrorCode.OUT_OF_RANGE
 
 
 def test_same_read_succeeds_after_the_floor_is_advanced(stage, make_query, read_values) -> None:
