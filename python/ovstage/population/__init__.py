@@ -352,6 +352,7 @@ def open_usd(
     progress: Progress | None = None,
 ) -> None:
     """Blocking :func:`open_usd_async`."""
+    _require_usd("open_usd")
     open_usd_async(stage, path, ordinal, time, domains, progress=progress).wait()
 
 
@@ -386,6 +387,7 @@ def open_usd_from_string(
     progress: Progress | None = None,
 ) -> None:
     """Blocking :func:`open_usd_from_string_async`."""
+    _require_usd("open_usd_from_string")
     open_usd_from_string_async(stage, usda, ordinal, time, domains, progress=progress).wait()
 
 
@@ -418,6 +420,7 @@ def open_usd_with_desc(
     progress: Progress | None = None,
 ) -> None:
     """Blocking :func:`open_usd_with_desc_async`."""
+    _require_usd("open_usd_with_desc")
     open_usd_with_desc_async(stage, path, ordinal, time, descs, progress=progress).wait()
 
 
@@ -449,6 +452,7 @@ def open_usd_from_string_with_desc(
     progress: Progress | None = None,
 ) -> None:
     """Blocking :func:`open_usd_from_string_with_desc_async`."""
+    _require_usd("open_usd_from_string_with_desc")
     open_usd_from_string_with_desc_async(
         stage, usda, ordinal, time, descs, progress=progress
     ).wait()
@@ -492,6 +496,7 @@ def repopulate_usd_with_desc(
     progress: Progress | None = None,
 ) -> None:
     """Blocking :func:`repopulate_usd_with_desc_async`."""
+    _require_usd("repopulate_usd_with_desc")
     repopulate_usd_with_desc_async(stage, ordinal, time, descs, progress=progress).wait()
 
 
@@ -543,6 +548,7 @@ def add_usd_reference_async(
 
 def add_usd_reference(stage: Stage, ref_file_path: str | os.PathLike[str], target_path: str) -> int:
     """Blocking :func:`add_usd_reference_async`: the reference handle."""
+    _require_usd("add_usd_reference")
     return add_usd_reference_async(stage, ref_file_path, target_path).wait()
 
 
@@ -555,6 +561,7 @@ def add_usd_reference_from_string_async(stage: Stage, ref_str: str, target_path:
 
 def add_usd_reference_from_string(stage: Stage, ref_str: str, target_path: str) -> int:
     """Blocking :func:`add_usd_reference_from_string_async`: the reference handle."""
+    _require_usd("add_usd_reference_from_string")
     return add_usd_reference_from_string_async(stage, ref_str, target_path).wait()
 
 
@@ -585,6 +592,7 @@ def remove_usd_async(stage: Stage, handle: int) -> Operation:
 
 def remove_usd(stage: Stage, handle: int) -> None:
     """Blocking :func:`remove_usd_async`."""
+    _require_usd("remove_usd")
     remove_usd_async(stage, handle).wait()
 
 
@@ -600,6 +608,7 @@ def reset_usd_async(stage: Stage) -> Operation:
 
 def reset_usd(stage: Stage) -> None:
     """Blocking :func:`reset_usd_async`."""
+    _require_usd("reset_usd")
     reset_usd_async(stage).wait()
 
 
@@ -626,6 +635,7 @@ def update_from_usd_time_async(stage: Stage, ordinal: int, time: float) -> Opera
 
 def update_from_usd_time(stage: Stage, ordinal: int, time: float) -> None:
     """Blocking :func:`update_from_usd_time_async`."""
+    _require_usd("update_from_usd_time")
     update_from_usd_time_async(stage, ordinal, time).wait()
 
 
@@ -648,6 +658,7 @@ def apply_usd_changes_async(stage: Stage, ordinal: int) -> Operation:
 
 def apply_usd_changes(stage: Stage, ordinal: int) -> None:
     """Blocking :func:`apply_usd_changes_async`."""
+    _require_usd("apply_usd_changes")
     apply_usd_changes_async(stage, ordinal).wait()
 
 
