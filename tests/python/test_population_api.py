@@ -476,6 +476,15 @@ def test_a_failing_progress_callback_fails_the_op_before_any_write(stage) -> Non
     assert values(stage, "mass", 1) == {"/World/Box": 2.5}
 
 
+def test_a_progress_callback_cannot_wait_for_later_ops(stage) -> None:
+    def waits(done: int, total: int) -> None:
+        pop.apply_usd_changes(stage, 5)  # queued behind the running open
+
+    with pytest.raises(OvstageError) as info:
+        pop.open_usd_from_string(stage, SCENE, 1, progress=waits)
+    assert "cannot be waited on the stage's population worker" in info.value.message
+
+
 def test_operation_constructor_and_unknown_ids(stage) -> None:
     pop.open_usd_from_string(stage, SCENE, 1)
     rejected = pop.Operation(stage, ErrorCode.NOT_FOUND, 0, name="x")

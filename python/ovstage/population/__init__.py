@@ -311,13 +311,12 @@ def _open_async(
 
     layer, file, value, seconds, chosen, callback = _checked(what, check)
     state = state_of(stage)
-    op = _submit(
+    state.open_accepted = True  # before the op can run: its progress callback may call more
+    return _submit(
         stage,
         what,
         lambda: state.run_open(layer, file, value, seconds, chosen, what, callback),
     )
-    state.open_accepted = True
-    return op
 
 
 def open_usd_async(
