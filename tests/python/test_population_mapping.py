@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -485,6 +486,16 @@ CONVERTED = [
     ("Mesh", "half3[] points = [(1, 2, 3)]", (FLOAT, 32, 3, True, AS.POINT), [[1, 2, 3]]),
     ("Cube", "int doubleSided = 1", (BOOL, 8, 1, False, AS.NONE), [True]),
     ("Cube", "double doubleSided = 0.9", (BOOL, 8, 1, False, AS.NONE), [False]),
+    ("Cube", "double doubleSided = 1.5", (BOOL, 8, 1, False, AS.NONE), [True]),
+    ("Cube", "bool size = true", (FLOAT, 64, 1, False, AS.NONE), [1.0]),
+    (
+        "Mesh",
+        "double[] faceVertexCounts = [2147483647.9]",
+        (INT, 32, 1, True, AS.NONE),
+        [2**31 - 1],
+    ),
+    ("NurbsPatch", "uint uOrder = 5", (INT, 32, 1, False, AS.NONE), [5]),
+    ("NurbsPatch", "double uOrder = -3.99", (INT, 32, 1, False, AS.NONE), [-3]),
     ("PointInstancer", "double[] ids = [1.5, -9e15]", (INT, 64, 1, True, AS.NONE), [1, -9e15]),
     (
         "PointInstancer",
@@ -503,7 +514,8 @@ def test_a_value_authored_with_another_numeric_type_converts_to_the_declared_one
 ):
     name = decl.split()[1]
     scene = f'def {schema} "P"\n{{\n    {decl}\n}}\n'
-    with caplog.at_level(logging.WARNING, logger=LOGGER):
+    with caplog.at_level(logging.WARNING, logger=LOGGER), warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # overflow to inf is the rule, not noise
         cell = cell_of(scene, name)
     assert cell is not None, caplog.text
     assert cell.ctype == ColumnType(*ctype)
@@ -532,6 +544,8 @@ UNCONVERTIBLE = [
     ("Mesh", "float[] faceVertexCounts = [nan]", "out of range"),
     ("PointInstancer", "double[] ids = [9.3e18]", "out of range"),
     ("Cube", "int doubleSided = 2", "out of range"),
+    ("NurbsPatch", "int64 uOrder = 3000000000", "out of range"),
+    ("NurbsPatch", "uint64 uOrder = 18446744073709551615", "out of range"),
     ("Cube", "int doubleSided = -1", "out of range"),
     ("Cube", "double doubleSided = 2.0", "out of range"),
     ("Mesh", "double2[] points = [(1, 2)]", "shape"),
@@ -630,6 +644,15 @@ def test_prim_metadata_fields_map_by_their_type(stage, make_query, paths):
     assert doc.value.tolist() == [paths.intern_token("a prim")]
     for cell in cells.values():
         roundtrip(stage, make_query, cell)
+
+
+def test_the_type_name_metadata_is_a_token():
+    prim = prim_of('def Cube "P"\n{\n}\n')
+    interner = RecordingInterner()
+    (cell,) = mapping.map_metadata(prim, ["typeName"], "", interner)
+    assert cell.name == "usd-metadata:typeName"
+    assert cell.ctype == ColumnType(UINT, 64, 1, False, AS.TOKEN_ID)
+    assert cell.value.tolist() == [interner.id_of("Cube")]
 
 
 def test_naming_a_dictionary_populates_each_value_below_it():

@@ -128,8 +128,13 @@ class ColumnType:
     @property
     def numpy_dtype(self) -> np.dtype[Any]:
         """The numpy scalar type of one lane."""
-        kind = {INT: "i", UINT: "u", FLOAT: "f", BOOL: "b"}[self.code]
-        return np.dtype(f"{kind}{self.bits // 8}") if kind != "b" else np.dtype(np.bool_)
+        return _numpy_dtype(self.code, self.bits)
+
+
+@cache
+def _numpy_dtype(code: int, bits: int) -> np.dtype[Any]:
+    kind = {INT: "i", UINT: "u", FLOAT: "f", BOOL: "b"}[code]
+    return np.dtype(f"{kind}{bits // 8}") if kind != "b" else np.dtype(np.bool_)
 
 
 @dataclass
@@ -188,13 +193,20 @@ class _UsdType:
     reader: int
 
     def column(self, is_array: bool) -> ColumnType:
-        return ColumnType(self.code, self.bits, self.lanes, is_array, self.semantic)
+        return _column(self, is_array)
 
     @property
     def convertible(self) -> bool:
         """Numeric conversion applies among plain numbers and int/half/float/double vectors
         (whatever their role), not quaternions, matrices or time codes."""
         return self.reader == _NUMERIC
+
+
+@cache
+def _column(usd_type: _UsdType, is_array: bool) -> ColumnType:
+    """The (shared, immutable) column type of a USD type in scalar or array form."""
+    u = usd_type
+    return ColumnType(u.code, u.bits, u.lanes, is_array, u.semantic)
 
 
 _SCALARS: dict[str, tuple[int, int]] = {
@@ -274,16 +286,21 @@ class _Unmappable(Exception):
     """A value that cannot be expressed in the column type; the message says why."""
 
 
-def _ids(strings: Iterable[str], interner: Interner) -> np.ndarray[Any, Any]:
-    """Token ids of ``strings`` (0 for empty ones), interning each distinct string once."""
-    texts = np.asarray(list(strings) if not isinstance(strings, np.ndarray) else strings, dtype=str)
-    if texts.size == 0:
-        return np.zeros(0, dtype=np.uint64)
-    unique, inverse = np.unique(texts, return_inverse=True)
+def _ids(strings: Any, interner: Interner) -> np.ndarray[Any, Any]:
+    """Token ids of a sequence of strings (0 for empty ones), interning each distinct string
+    once: through a dict for a few strings, through ``np.unique`` for many."""
+    if len(strings) <= _FEW_STRINGS:
+        texts = list(strings)
+        known = {text: interner.token(text) if text else 0 for text in set(texts)}
+        return np.fromiter((known[text] for text in texts), dtype=np.uint64, count=len(texts))
+    unique, inverse = np.unique(np.asarray(strings, dtype=str), return_inverse=True)
     ids = np.fromiter(
         (interner.token(str(s)) if s else 0 for s in unique), dtype=np.uint64, count=len(unique)
     )
     return ids[inverse.reshape(-1)]
+
+
+_FEW_STRINGS = 64
 
 
 def _shape(array: np.ndarray[Any, Any], lanes: int, is_array: bool) -> np.ndarray[Any, Any]:
@@ -310,7 +327,7 @@ def _read(
         else:
             array = np.array([*value.GetImaginary(), value.GetReal()], dtype=dtype)
     elif reader in (_TOKEN, _STRING):
-        array = _ids([value] if not is_array else np.asarray(value, dtype=str), interner)
+        array = _ids([value] if not is_array else value, interner)
     elif reader == _EXPRESSION:
         texts = [value.GetText()] if not is_array else [e.GetText() for e in value]
         array = _ids(texts, interner)
@@ -362,11 +379,8 @@ def _fits(array: np.ndarray[Any, Any], target: np.dtype[Any]) -> bool:
         (0, 1) if target.kind == "b" else (int(np.iinfo(target).min), int(np.iinfo(target).max))
     )
     if array.dtype.kind == "f":
-        wide = array.astype(np.float64)
-        if not np.isfinite(wide).all():
-            return False
-        whole = np.trunc(wide)
-        # lo and hi + 1 are powers of two (or 0, 2): exact in float64.
+        whole = np.trunc(array.astype(np.float64))
+        # lo and hi + 1 are powers of two (or 0, 2): exact in float64. NaN and inf fail both.
         return bool(((whole >= float(lo)) & (whole < float(hi + 1))).all())
     if array.dtype.kind == "b":
         array = array.astype(np.uint8)
@@ -406,19 +420,32 @@ def _value_row(
     value: Any, declared: tuple[_UsdType, bool, type], interner: Interner
 ) -> np.ndarray[Any, Any]:
     """The row of ``value`` in the declared type: read as is when it has that type, else
-    converted by the numeric rules (_Unmappable when it cannot be)."""
+    converted by the numeric rules (_Unmappable when it cannot be).
+
+    The binding hands out tokens and strings alike as ``str``, so either one authored where
+    the other is declared maps to its id."""
     usd_type, is_array, expected = declared
-    if type(value) is expected:
-        if usd_type.reader == _NUMERIC and expected is int:
-            return _convert(value, usd_type, is_array)  # a wider authored int: range check
-        if usd_type.reader == _NUMERIC and expected is float:
-            with np.errstate(over="ignore", under="ignore"):
-                return _read(value, usd_type, is_array, interner)
+    cls = type(value)
+    if cls is not expected:
+        return _convert(value, usd_type, is_array)
+    if usd_type.reader != _NUMERIC:
         return _read(value, usd_type, is_array, interner)
-    if usd_type.reader in (_TOKEN, _STRING) and not is_array and isinstance(value, str):
-        # The binding returns tokens and strings alike as str: either one maps to its id.
-        return _read(value, usd_type, is_array, interner)
-    return _convert(value, usd_type, is_array)
+    if cls is int:
+        return _convert(value, usd_type, is_array)  # the authored int may be wider: range check
+    if cls is float:
+        dtype = _numpy_dtype(usd_type.code, usd_type.bits)
+        if abs(value) > _FLOAT_MAX[usd_type.bits]:  # rounds to inf (or to the largest value)
+            with np.errstate(over="ignore"):
+                return np.array([value]).astype(dtype)
+        return np.array([value], dtype=dtype)
+    if cls is bool:
+        return np.array([value])
+    # A Vt array or Gf vector of exactly the declared type: its buffer is the row,
+    # (k, lanes) / (k,) / (lanes,) already.
+    return np.asarray(value)
+
+
+_FLOAT_MAX = {bits: float(np.finfo(f"f{bits // 8}").max) for bits in (16, 32, 64)}
 
 
 def _is_extent(attr: Any, name: str) -> bool:
@@ -452,10 +479,11 @@ def map_property(
     name = prop.GetName()
     if name in NEVER_PUBLISHED:
         return None
-    if isinstance(prop, Usd.Relationship):
-        cell = _relationship_cell(prop, interner)
-    elif isinstance(prop, Usd.Attribute):
-        cell = _attribute_cell(prop, time, interner, string_bytes)
+    kind = type(prop)  # an exact type test: isinstance on pxr classes is slow
+    if kind is Usd.Attribute or (kind is not Usd.Relationship and isinstance(prop, Usd.Attribute)):
+        cell = _attribute_cell(prop, name, time, interner, string_bytes)
+    elif kind is Usd.Relationship or isinstance(prop, Usd.Relationship):
+        cell = _relationship_cell(prop, name, interner)
     else:
         return None
     if cell is not None:
@@ -463,39 +491,49 @@ def map_property(
     return cell
 
 
-def _relationship_cell(rel: Any, interner: Interner) -> Cell:
+_RELATIONSHIP = ColumnType(UINT, 64, 1, True, AttributeSemantic.RELATIONSHIP_PATH_ID)
+_EXTENT = ColumnType(FLOAT, 64, 6, False)
+_STRING_BYTES = ColumnType(UINT, 8, 1, True, AttributeSemantic.STRING)
+
+
+def _relationship_cell(rel: Any, name: str, interner: Interner) -> Cell:
     targets = [str(path) for path in rel.GetTargets()]
-    ids = {path: interner.path(path) for path in dict.fromkeys(targets)}
+    ids = {path: interner.path(path) for path in set(targets)}
     value = np.fromiter((ids[path] for path in targets), dtype=np.uint64, count=len(targets))
-    ctype = ColumnType(UINT, 64, 1, True, AttributeSemantic.RELATIONSHIP_PATH_ID)
-    return Cell(rel.GetName(), ctype, value)
+    return Cell(name, _RELATIONSHIP, value)
 
 
-def _attribute_cell(attr: Any, time: Any, interner: Interner, string_bytes: bool) -> Cell | None:
-    type_name = str(attr.GetTypeName())
-    declared = _declared(type_name)
+def _attribute_cell(
+    attr: Any, name: str, time: Any, interner: Interner, string_bytes: bool
+) -> Cell | None:
+    type_name = attr.GetTypeName()
+    declared = _DECLARED.get(type_name)
+    if declared is None:
+        declared = _DECLARED[type_name] = _declared(str(type_name))
     if declared is None:
         return None
     value = attr.Get(time)
     if value is None:
         return None
-    name = attr.GetName()
     usd_type, is_array, _ = declared
     if string_bytes and usd_type.reader == _STRING and not is_array and isinstance(value, str):
         data = np.frombuffer(value.encode("utf-8"), dtype=np.uint8).copy()
-        return Cell(name, ColumnType(UINT, 8, 1, True, AttributeSemantic.STRING), data)
+        return Cell(name, _STRING_BYTES, data)
     try:
         row = _value_row(value, declared, interner)
     except _Unmappable as exc:
         _log.warning("skipping %s (declared %s): %s", attr.GetPath(), type_name, exc)
         return None
-    ctype = usd_type.column(is_array)
     if _is_extent(attr, name):
         if row.shape != (2, 3) or usd_type.reader != _NUMERIC:
             _log.warning("skipping %s: extent needs two 3-component points", attr.GetPath())
             return None
-        return Cell(name, ColumnType(FLOAT, 64, 6, False), row.astype(np.float64).reshape(6))
-    return Cell(name, ctype, row)
+        return Cell(name, _EXTENT, row.astype(np.float64).reshape(6))
+    return Cell(name, usd_type.column(is_array), row)
+
+
+#: ``_declared`` by ``Sdf.ValueTypeName`` (hashable; skips formatting the name each time).
+_DECLARED: dict[Any, tuple[_UsdType, bool, type] | None] = {}
 
 
 def map_connection(attr: Any, interner: Interner) -> Cell | None:
