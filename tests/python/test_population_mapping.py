@@ -288,6 +288,17 @@ def test_dictionary_interner_gives_the_empty_token_id_zero(paths):
     assert interner.path("/A/B") == paths.intern_path("/A/B")
 
 
+def test_long_token_arrays_intern_each_distinct_token_once():
+    words = ["x", "", "y", "z"] * 50  # long enough to take the np.unique path
+    scene = attr_scene("token[] t = [" + ", ".join(f'"{w}"' for w in words) + "]")
+    interner = RecordingInterner()
+    cell = cell_of(scene, "t", interner)
+    assert cell is not None and cell.value.shape == (200,)
+    assert sorted(interner.calls) == ["x", "y", "z"]
+    ids = {"": 0, **{w: interner.id_of(w) for w in "xyz"}}
+    assert cell.value.tolist() == [ids[w] for w in words]
+
+
 def test_string_like_arrays_intern_each_distinct_string_once():
     interner = RecordingInterner()
     scene = attr_scene('token[] t = ["b", "a", "b", "", "a", "b"]\n    string[] s = ["x", "", "x"]')
@@ -607,6 +618,7 @@ META_SCENE = """def "P" (
         bool flag = false
         string label = ""
         float3 offset = (1, 2, 3)
+        token[] tags = ["red", "", "red"]
         dictionary nested = {
             int deep = 7
             token t = "tok"
@@ -665,6 +677,7 @@ def test_naming_a_dictionary_populates_each_value_below_it():
         "usd-metadata:customData:flag",
         "usd-metadata:customData:label",
         "usd-metadata:customData:offset",
+        "usd-metadata:customData:tags",
         "usd-metadata:customData:nested:deep",
         "usd-metadata:customData:nested:t",
     }
@@ -676,6 +689,9 @@ def test_naming_a_dictionary_populates_each_value_below_it():
     offset = cells["usd-metadata:customData:offset"]
     assert offset.ctype == ColumnType(FLOAT, 32, 3, False)
     assert offset.value.tolist() == [1, 2, 3]
+    tags = cells["usd-metadata:customData:tags"]
+    assert tags.ctype == ColumnType(UINT, 64, 1, True, AS.TOKEN_ID)
+    assert tags.value.tolist() == [interner.id_of("red"), 0, interner.id_of("red")]
     nested = cells["usd-metadata:customData:nested:t"]
     assert nested.value.tolist() == [interner.id_of("tok")]
 

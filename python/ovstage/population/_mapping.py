@@ -681,12 +681,13 @@ def derived_transform_cells(prim: Any, time: Any) -> list[Cell]:
     xformable = UsdGeom.Xformable(prim)
     if not xformable:
         return []
-    matrix = np.asarray(xformable.GetLocalTransformation(time), dtype=np.float64).reshape(16)
-    reset = np.array([bool(xformable.GetResetXformStack())], dtype=np.bool_)
-    return [
-        Cell(XFORM, ColumnType(FLOAT, 64, 16, False, AttributeSemantic.MATRIX), matrix),
-        Cell(RESET_XFORM_STACK, ColumnType(BOOL, 8, 1, False), reset),
-    ]
+    matrix = np.asarray(xformable.GetLocalTransformation(time)).reshape(16)
+    reset = np.array([xformable.GetResetXformStack()], dtype=np.bool_)
+    return [Cell(XFORM, _XFORM, matrix), Cell(RESET_XFORM_STACK, _RESET, reset)]
+
+
+_XFORM = ColumnType(FLOAT, 64, 16, False, AttributeSemantic.MATRIX)
+_RESET = ColumnType(BOOL, 8, 1, False)
 
 
 def world_matrix_cell(xform: Cell) -> Cell:
