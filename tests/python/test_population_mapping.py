@@ -708,6 +708,22 @@ def test_a_dictionary_key_is_addressed_with_colons():
     ]
 
 
+def test_a_value_named_twice_gives_one_cell():
+    prim = prim_of(META_SCENE)
+    cells = mapping.map_metadata(
+        prim,
+        ["customData:nested:deep", "customData:nested", "kind", "kind"],
+        "",
+        RecordingInterner(),
+    )
+    names = [c.name for c in cells]
+    assert sorted(names) == [
+        "usd-metadata:customData:nested:deep",
+        "usd-metadata:customData:nested:t",
+        "usd-metadata:kind",
+    ]
+
+
 def test_property_metadata_lands_under_the_property_prefix():
     attr = prim_of(META_SCENE).GetAttribute("a")
     interner = RecordingInterner()

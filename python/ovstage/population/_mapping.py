@@ -507,8 +507,8 @@ def _attribute_cell(
     attr: Any, name: str, time: Any, interner: Interner, string_bytes: bool
 ) -> Cell | None:
     type_name = attr.GetTypeName()
-    declared = _DECLARED.get(type_name)
-    if declared is None:
+    declared = _DECLARED.get(type_name, _UNSEEN)
+    if declared is _UNSEEN:
         declared = _DECLARED[type_name] = _declared(str(type_name))
     if declared is None:
         return None
@@ -533,7 +533,8 @@ def _attribute_cell(
 
 
 #: ``_declared`` by ``Sdf.ValueTypeName`` (hashable; skips formatting the name each time).
-_DECLARED: dict[Any, tuple[_UsdType, bool, type] | None] = {}
+_DECLARED: dict[Any, Any] = {}
+_UNSEEN = object()
 
 
 def map_connection(attr: Any, interner: Interner) -> Cell | None:
@@ -647,19 +648,25 @@ def map_metadata(owner: Any, paths: Sequence[str], prefix: str, interner: Intern
     ``"<property>:"`` for a property.
 
     A path is a field name followed by dictionary keys, ``:``-separated (``customData:a:b``).
-    Naming a dictionary populates each value below it as its own cell. Absent fields and
-    values of a type that maps to nothing (list ops, specifiers) give no cell. A path with an
-    empty component raises ValueError naming it, before anything is read.
+    Naming a dictionary populates each value below it as its own cell. Values are the composed
+    ones USD reports, fallbacks of the prim's schema included. Absent fields and values of a
+    type that maps to nothing (list ops, specifiers) give no cell; a value reached through two
+    of the paths gives one cell. A path with an empty component raises ValueError naming it,
+    before anything is read.
     """
-    split = [(path, _split_metadata_path(path)) for path in paths]
+    split = [_split_metadata_path(path) for path in paths]
     cells: list[Cell] = []
-    for _, parts in split:
+    named: set[str] = set()
+    for parts in split:
         value = _metadata_value(owner, parts)
         if value is None:
             continue
         for leaf_parts, leaf in _metadata_leaves(value, parts):
             declared = _metadata_type(leaf, leaf_parts[0], len(leaf_parts) == 1)
             name = f"{prefix}{METADATA}:{':'.join(leaf_parts)}"
+            if name in named:
+                continue
+            named.add(name)
             if declared is None:
                 _log.debug("metadata %s: a %s value maps to no column", name, type(leaf).__name__)
                 continue
@@ -706,8 +713,12 @@ __all__ = [
     "BOOL",
     "FLOAT",
     "INT",
+    "METADATA",
     "NEVER_PUBLISHED",
+    "RESET_XFORM_STACK",
     "UINT",
+    "WORLD_MATRIX",
+    "XFORM",
     "Cell",
     "ColumnType",
     "DictionaryInterner",
