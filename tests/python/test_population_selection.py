@@ -558,12 +558,13 @@ def test_root_limits_the_scope_to_a_subtree_and_brings_its_ancestors(scene: Any)
 # -- domains -------------------------------------------------------------------------------
 
 
-def test_rendering_claims_imageable_and_shading_content(scene: Any) -> None:
+def test_rendering_claims_imageable_shading_and_typeless_content(scene: Any) -> None:
     entries = by_path(resolve_scope(scene, Desc(RENDERING)))
-    claimed = {p for p, e in entries.items() if not e.reserved_only}
-    assert claimed == ALL_PRIMS - {"/World/Group", "/PhysicsScene", "/Data", "/Data/Nested", "/Odd"}
-    assert entries["/World/Group"].reserved_only  # an ancestor of the Ball
-    assert "/Data" not in entries
+    assert {p for p, e in entries.items() if not e.reserved_only} == ALL_PRIMS - {
+        "/PhysicsScene",  # typed, neither imageable nor shading
+        "/Odd",  # a type no schema defines
+    }
+    assert names(entries["/Data"]) == {"counter"}  # a typeless prim's attributes
     lamp = names(entries["/World/Lamp"])
     assert {"inputs:radius", "inputs:intensity"} <= lamp  # authored and fallback values
     assert "sim:temperature" in names(entries[BODY]) and "omni:xform" not in names(entries[BODY])
@@ -681,7 +682,7 @@ def test_instance_contents_are_populated_through_prototypes(instanced: Any) -> N
     assert not [p for p in entries if p.startswith("/Room/ChairA/")]  # no instance proxies
     chair = str(instanced.GetPrimAtPath("/Room/ChairA").GetPrototype().GetPath())
     assert chair.startswith("/__Prototype_")
-    assert f"{chair}/Seat" in entries and entries[chair].reserved_only
+    assert f"{chair}/Seat" in entries and not entries[chair].reserved_only  # typeless root
     nested = entries[f"{chair}/Leg"]  # an instance root inside a prototype
     assert nested.instance_root and nested.in_prototype
     assert builtins_of(nested, RENDERING).schemas == ("GeomInstanceAPI",)

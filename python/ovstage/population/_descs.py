@@ -531,7 +531,11 @@ def _is_prim_path(path: str) -> bool:
         if not Sdf.Path.IsValidPathString(path):
             return False
         sdf_path = Sdf.Path(path)
-        return bool(sdf_path.IsAbsolutePath() and sdf_path.IsPrimPath())
+        return bool(
+            sdf_path.IsAbsolutePath()
+            and sdf_path.IsPrimPath()
+            and not sdf_path.ContainsPrimVariantSelection()
+        )
     # Without USD: the same rule for plain identifiers.
     parts = path.split("/")
     return parts[0] == "" and all(p.isidentifier() for p in parts[1:])

@@ -16,8 +16,10 @@ Domains (a bitmask; several descs OR theirs):
 
 - RENDERING claims imageable and shading content: ``UsdGeom.Imageable`` prims (geometry,
   xforms, scopes, cameras, ...), ``UsdShade`` materials, node graphs and shaders, lights (the
-  ``UsdLux`` ``LightAPI``) and every native instance root. It publishes their attributes and
-  relationships (see "published properties").
+  ``UsdLux`` ``LightAPI``), every native instance root, and typeless prims (the containers
+  such content is grouped in). It publishes their attributes and relationships (see
+  "published properties"). Typed prims of other schemas (a physics scene, render settings,
+  ...) are not rendering content.
 - PHYSICS claims prims with a physics schema: a schema whose name starts with ``Physics``
   (UsdPhysics) or ``Physx`` (PhysX) as the prim's type, one of the type's base types or an
   applied API schema (rigid bodies, colliders, mass, articulation roots, joints, physics
@@ -442,6 +444,7 @@ class _Evaluator:
 def _rendering_claims(prim: Any) -> bool:
     return bool(
         prim.IsInstance()
+        or not prim.GetTypeName()
         or prim.IsA(UsdGeom.Imageable)
         or prim.IsA(UsdShade.NodeGraph)
         or prim.IsA(UsdShade.Shader)
