@@ -106,7 +106,9 @@ class PrimScope:
     ``instance_root``: a native instance root (``prototype`` is its prototype's path);
     ``instance_tags``: it gets the instance-root built-ins (``XformInstance`` ...);
     ``in_prototype``: the prim lives inside a prototype. ``domains``: the domain bits that
-    claimed it; ``by_selector``: a selector claimed it.
+    claimed it; ``by_selector``: a selector claimed it. ``path``: the prim's path (filled in
+    when not given); ``property_names``: the names of ``properties``, in the same order
+    (asking USD for a property's name is slow).
     """
 
     prim: Any
@@ -123,11 +125,14 @@ class PrimScope:
     prototype: str = ""
     domains: int = 0
     by_selector: bool = False
+    path: str = ""
+    property_names: list[str] = field(default_factory=list)
 
-    @property
-    def path(self) -> str:
-        """The prim's path as a string."""
-        return str(self.prim.GetPath())
+    def __post_init__(self) -> None:
+        if not self.path:
+            self.path = str(self.prim.GetPath())
+        if len(self.property_names) != len(self.properties):
+            self.property_names = [p.GetName() for p in self.properties]
 
 
 @dataclass
@@ -296,10 +301,10 @@ def _fallback_names(prim: Any) -> frozenset[str]:
     return names
 
 
-def publishable_properties(prim: Any) -> list[Any]:
-    """The prim's properties that have something to populate: attributes with a value
-    (authored, or a schema fallback), authored relationships; never the transform storage
-    names. In property-name order."""
+def publishable_properties(prim: Any) -> list[tuple[str, Any]]:
+    """``(name, property)`` of the prim's properties that have something to populate:
+    attributes with a value (authored, or a schema fallback), authored relationships; never
+    the transform storage names. In property-name order."""
     authored = set(prim.GetAuthoredPropertyNames())
     fallback = _fallback_names(prim)
     found = []
@@ -310,9 +315,9 @@ def publishable_properties(prim: Any) -> list[Any]:
             continue
         if name in authored:
             if isinstance(prop, Usd.Relationship) or prop.HasValue():
-                found.append(prop)
+                found.append((name, prop))
         elif name in fallback:
-            found.append(prop)
+            found.append((name, prop))
     return found
 
 
@@ -465,8 +470,7 @@ def _physics_schemas(prim: Any) -> list[str]:
     return found
 
 
-def _physics_property(prim: Any, schemas: list[str], prop: Any) -> bool:
-    name = prop.GetName()
+def _physics_property(prim: Any, schemas: list[str], name: str) -> bool:
     if name.startswith("physics:") or (name.startswith("physx") and ":" in name):
         return True
     type_name = str(prim.GetTypeName())
@@ -522,7 +526,7 @@ def _merge(into: list[str], more: Sequence[str]) -> None:
 
 
 def _entry(
-    prim: Any, domains: int, selectors: Sequence[Selector], evaluator: _Evaluator
+    prim: Any, path: str, domains: int, selectors: Sequence[Selector], evaluator: _Evaluator
 ) -> PrimScope | None:
     """The scope of one prim, or None when neither a domain nor a selector claims it."""
     claimed = 0
@@ -541,12 +545,12 @@ def _entry(
     for selector in chosen:
         _merge(prim_md, selector.prim_metadata_paths)
         _merge(prop_md, selector.property_metadata_paths)
-    properties = publishable_properties(prim)
+    found = publishable_properties(prim)
     if not claimed & _RENDERING:  # RENDERING publishes them all
-        properties = [
-            prop
-            for prop in properties
-            if (claimed & _PHYSICS and _physics_property(prim, physics, prop))
+        found = [
+            (name, prop)
+            for name, prop in found
+            if (claimed & _PHYSICS and _physics_property(prim, physics, name))
             or any(evaluator.property(s.property_predicate, prop) for s in chosen)
         ]
     instance = bool(prim.IsInstance())
@@ -556,7 +560,7 @@ def _entry(
     tags = instance and not ((claimed & _PHYSICS or chosen) and _under_point_instancer(prim))
     return PrimScope(
         prim,
-        properties,
+        [prop for _, prop in found],
         prim_metadata_paths=tuple(prim_md),
         property_metadata_paths=tuple(prop_md),
         derived_transform=bool(prim.IsA(UsdGeom.Xformable)),
@@ -567,12 +571,15 @@ def _entry(
         prototype=str(prim.GetPrototype().GetPath()) if instance else "",
         domains=claimed,
         by_selector=bool(chosen),
+        path=path,
+        property_names=[name for name, _ in found],
     )
 
 
-def _ancestor_entry(prim: Any) -> PrimScope:
+def _ancestor_entry(prim: Any, path: str = "") -> PrimScope:
     return PrimScope(
         prim,
+        path=path,
         reserved_only=True,
         derived_transform=bool(prim.IsA(UsdGeom.Xformable)),
         in_prototype=bool(prim.IsInPrototype() or prim.IsPrototype()),
@@ -595,24 +602,22 @@ def resolve_scope(usd_stage: Any, descs: Sequence[Desc] | Desc, root: str = "/")
         _merge(stage_md, desc.stage_metadata_paths)
     domains &= _KNOWN_DOMAINS
     evaluator = _Evaluator()
-    visited: list[Any] = []
+    visited: list[tuple[str, Any]] = []
     entries: dict[str, PrimScope] = {}
     needed: set[str] = set()
     if domains or selectors:
         for prim in _candidates(usd_stage, root):
-            visited.append(prim)
-            entry = _entry(prim, domains, selectors, evaluator)
+            path = str(prim.GetPath())
+            visited.append((path, prim))
+            entry = _entry(prim, path, domains, selectors, evaluator)
             if entry is None:
                 continue
-            path = entry.path
             entries[path] = entry
-            parent = prim.GetParent()
-            while parent and not parent.IsPseudoRoot():
-                parent_path = str(parent.GetPath())
-                if parent_path in needed:
-                    break
-                needed.add(parent_path)
-                parent = parent.GetParent()
+            # Mark the ancestors, walking the path text (prim paths hold no variant here).
+            parent = path[: path.rfind("/")]
+            while parent and parent not in needed:
+                needed.add(parent)
+                parent = parent[: parent.rfind("/")]
     prims: list[PrimScope] = []
     if entries and root != "/":
         # Ancestors above the root are not visited: bring them first, top-down.
@@ -622,14 +627,13 @@ def resolve_scope(usd_stage: Any, descs: Sequence[Desc] | Desc, root: str = "/")
             above.append(parent)
             parent = parent.GetParent()
         prims.extend(_ancestor_entry(p) for p in reversed(above))
-    for prim in visited:
-        path = str(prim.GetPath())
+    world_matrix = not domains & _RENDERING
+    for path, prim in visited:
         entry = entries.get(path)
         if entry is None and path in needed:
-            entry = _ancestor_entry(prim)
+            entry = _ancestor_entry(prim, path)
         if entry is not None:
-            if entry.derived_transform and not domains & _RENDERING:
-                entry.world_matrix = True
+            entry.world_matrix = entry.derived_transform and world_matrix
             prims.append(entry)
     return Scope(domains, prims, tuple(stage_md))
 
