@@ -6,7 +6,6 @@ These classes need no USD runtime (only the path syntax check uses it when prese
 from __future__ import annotations
 
 import pytest
-
 from ovstage import ErrorCode, OvstageError, PopulationDomain
 from ovstage.population import (
     Desc,
@@ -60,7 +59,10 @@ def test_property_string_constructors_fill_only_strings(
 
 @pytest.mark.parametrize(
     ("name", "kind"),
-    [("has_parent", PrimPredicateKind.HAS_PARENT), ("has_ancestor", PrimPredicateKind.HAS_ANCESTOR)],
+    [
+        ("has_parent", PrimPredicateKind.HAS_PARENT),
+        ("has_ancestor", PrimPredicateKind.HAS_ANCESTOR),
+    ],
 )
 def test_relative_prim_constructors_take_one_prim_predicate(
     name: str, kind: PrimPredicateKind
@@ -214,7 +216,7 @@ def test_selector_defaults_select_nothing_and_checks_its_arguments() -> None:
         Selector(Q.all())  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="property_predicate"):
         Selector(P.all(), P.all())  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="prim_metadata_paths.*bare str"):
+    with pytest.raises(TypeError, match=r"prim_metadata_paths.*bare str"):
         Selector(P.all(), Q.all(), "kind")
     with pytest.raises(TypeError, match="property_metadata_paths"):
         Selector(P.all(), Q.all(), (), "doc")
@@ -257,13 +259,10 @@ def test_normalize_descs_takes_one_desc_or_a_sequence() -> None:
 
 @pytest.mark.parametrize(
     "path",
-    ["/World.points", "/World.rel[/Target]", "/World{v=a}", "/World{v=a}Child", "World", "", "//"],
+    ["/World.points", "/World.rel[/Target]", "/World{v=a}", "/World{v=a}Child", "World", "//"],
 )
 @pytest.mark.parametrize("kind", ["has_path", "is_under_path"])
 def test_path_predicates_reject_non_prim_paths(kind: str, path: str) -> None:
-    if not path:
-        pytest.raises(ValueError, getattr(P, kind), path)  # rejected when built
-        return
     desc = Desc(selectors=[Selector(P.not_(getattr(P, kind)("/Ok", path)))])
     with pytest.raises(OvstageError) as info:
         validate_paths([desc])

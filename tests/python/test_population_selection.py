@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("pxr", reason="usd-core is not installed")
 
-from ovstage import PopulationDomain
+from ovstage import ErrorCode, OvstageError, PopulationDomain
 from ovstage.population import Desc, PrimPredicate, PropertyPredicate, Selector
 from ovstage.population._selection import (
     PrimScope,
@@ -544,6 +544,25 @@ def test_descs_must_be_a_desc_or_a_sequence_of_descs(scene: Any) -> None:
     for bad in (None, "desc", [Selector()], PopulationDomain.RENDERING):
         with pytest.raises(TypeError, match="descs"):
             resolve_scope(scene, bad)  # type: ignore[arg-type]
+
+
+def test_bad_path_arguments_are_rejected(scene: Any) -> None:
+    for pred in (P.has_path("/World.points"), P.is_under_path("/World{v=a}")):
+        with pytest.raises(OvstageError) as info:
+            resolve_scope(scene, Desc(selectors=[Selector(pred)]))
+        assert info.value.code == ErrorCode.INVALID_ARGUMENT
+    with pytest.raises(OvstageError):
+        resolve_scope(scene, Desc(stage_metadata_paths=["customLayerData::x"]))
+
+
+def test_a_missing_root_selects_nothing(scene: Any) -> None:
+    assert resolve_scope(scene, Desc(RENDERING), root="/Nowhere").prims == []
+
+
+def test_entries_carry_their_path_and_property_names(scene: Any) -> None:
+    for entry in resolve_scope(scene, [Desc(RENDERING), Desc(PHYSICS)]).prims:
+        assert entry.path == str(entry.prim.GetPath())
+        assert entry.property_names == [p.GetName() for p in entry.properties]
 
 
 def test_root_limits_the_scope_to_a_subtree_and_brings_its_ancestors(scene: Any) -> None:

@@ -63,6 +63,7 @@ from ._descs import (
     PropertyPredicateKind,
     Selector,
     normalize_descs,
+    validate_paths,
 )
 from ._usd import AVAILABLE, Sdf, Tf, Usd, UsdGeom
 
@@ -590,9 +591,12 @@ def resolve_scope(usd_stage: Any, descs: Sequence[Desc] | Desc, root: str = "/")
     """The prims under ``root`` (``/``: the whole stage) that ``descs`` select, with their
     properties, parents before children (see the module docstring for the rules).
 
-    ``descs`` is one :class:`Desc` or a sequence of them (checked: TypeError otherwise).
+    ``descs`` is one :class:`Desc` or a sequence of them (TypeError otherwise); bad path
+    arguments raise ``OvstageError(INVALID_ARGUMENT)`` (:func:`validate_paths`, which the
+    entry points also call before they enqueue).
     """
     items = normalize_descs(descs)
+    validate_paths(items)
     domains = 0
     selectors: list[Selector] = []
     stage_md: list[str] = []
