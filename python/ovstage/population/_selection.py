@@ -43,6 +43,15 @@ Derived transforms (``omni:xform`` / ``omni:resetXformStack``) go to every popul
 prim; ``omni:fabric:worldMatrix`` is created for them only when RENDERING is not among the
 domains.
 
+Built-ins: ``usd-prim-type`` on typed prims, ``usd-schemas`` (applied API schemas, plus the
+family of each multiple-apply instance) on every prim, ``usd-ancestor-types`` = the base
+schema types of the prim's type down to ``Typed``. Instance roots get ``XformInstance``
+(``ScopeInstance`` for a ``Scope``), ``GeomInstanceAPI`` and, outside prototypes,
+``GeomInstanceRootAPI`` added to their schemas, and just ``Xformable`` as ancestor type; an
+instance root PHYSICS or a selector populates also writes ``usd-metadata:typeName``. An
+instanceable prim below a point instancer that PHYSICS or a selector populates keeps its own
+built-ins (no ancestor types when RENDERING is on) and is still an instance root.
+
 Path predicates (``HAS_PATH``, ``IS_UNDER_PATH``) never match a prim inside a prototype.
 """
 
