@@ -115,10 +115,8 @@ class PopulationState:
             )
         return self.source
 
-    def _write(
-        self, stage: Stage, interner: StageInterner, batch: Batch, ordinal: int, what: str
-    ) -> None:
-        write_batch(stage, interner, batch, ordinal, what, self.stream.check_running)
+    def _write(self, stage: Stage, interner: StageInterner, batch: Batch, ordinal: int) -> None:
+        write_batch(stage, interner, batch, ordinal, self.stream.check_running)
 
     def _commit(self, batch: Batch, scopes: list[Scope]) -> None:
         """Record what a successful write put on the stage, and the instance roots of the
@@ -185,7 +183,7 @@ class PopulationState:
         sampled: dict[str, SampledPrim] = {}
         self._read(scope, source, seconds, interner, batch, sampled, progress)
         read_done = _time.perf_counter()
-        self._write(stage, interner, batch, ordinal, what)
+        self._write(stage, interner, batch, ordinal)
         if progress is not None:
             progress(total, total)
         _log.info(
@@ -305,7 +303,7 @@ class PopulationState:
         try:
             interner = StageInterner(stage)
             batch, scopes, sampled = self._changes_batch(source, changes, interner, self.time)
-            self._write(stage, interner, batch, ordinal, what)
+            self._write(stage, interner, batch, ordinal)
         except BaseException:
             source.restore_changes(changes)
             raise
@@ -343,7 +341,7 @@ class PopulationState:
                 previous=self.written.get,
                 checkpoint=self.stream.check_running,
             )
-            self._write(stage, interner, batch, ordinal, what)
+            self._write(stage, interner, batch, ordinal)
         except BaseException:
             if changes:
                 source.restore_changes(changes)
