@@ -30,7 +30,7 @@ from ._mapping import (
     world_matrix_cell,
 )
 from ._records import Layout
-from ._selection import PrimScope, Scope, builtins_of
+from ._selection import Builtins, PrimScope, Scope, builtins_of
 from ._usd import Usd, UsdGeom
 
 __all__ = [
@@ -97,7 +97,9 @@ class Batch:
         self.paths: list[str] = []
         self._index: dict[str, int] = {}
         self.columns: dict[tuple[str, ColumnType], Column] = {}
-        self._cells: set[tuple[int, str]] = set()
+        # name -> its columns (usually one): a lookup by name and identity first, since
+        # hashing a ColumnType costs more than comparing the few a name has
+        self._by_name: dict[str, list[Column]] = {}
         #: Prims to delete whole (gone from USD).
         self.deleted_prims: list[str] = []
         #: Attributes to delete, per prim (USD no longer has them).
@@ -116,25 +118,41 @@ class Batch:
             self.written[path] = {}
         return index
 
-    def add(self, path: str, cell: Cell) -> None:
-        """Add one cell of prim ``path`` (a second cell of the same name for the prim is
-        ignored: the first one read wins)."""
+    def _column(self, name: str, ctype: ColumnType) -> Column:
+        columns = self._by_name.get(name)
+        if columns is None:
+            columns = self._by_name[name] = []
+        for column in columns:
+            if column.ctype is ctype or column.ctype == ctype:
+                return column
+        column = Column(name, ctype)
+        columns.append(column)
+        self.columns[(name, ctype)] = column
+        return column
+
+    def add_all(self, path: str, cells: Iterable[Cell]) -> None:
+        """Add cells of prim ``path``; a cell whose name the prim already has in the batch is
+        ignored (the first one read wins)."""
         index = self.prim_index(path)
-        key = (index, cell.name)
-        if key in self._cells:
-            return
-        self._cells.add(key)
-        column = self.columns.get((cell.name, cell.ctype))
-        if column is None:
-            column = self.columns[(cell.name, cell.ctype)] = Column(cell.name, cell.ctype)
-        column.prims.append(index)
-        column.values.append(cell.value)
-        column.force = column.force or cell.force
-        self.written[path][cell.name] = cell.ctype
+        written = self.written[path]
+        for cell in cells:
+            name = cell.name
+            if name in written:
+                continue
+            ctype = cell.ctype
+            written[name] = ctype
+            column = self._column(name, ctype)
+            column.prims.append(index)
+            column.values.append(cell.value)
+            if cell.force:
+                column.force = True
+
+    def add(self, path: str, cell: Cell) -> None:
+        """Add one cell of prim ``path`` (see :meth:`add_all`)."""
+        self.add_all(path, (cell,))
 
     def has_cell(self, path: str, name: str) -> bool:
-        index = self._index.get(path)
-        return index is not None and (index, name) in self._cells
+        return name in self.written.get(path, ())
 
     def attribute_names(self) -> set[str]:
         """Every attribute the batch writes or deletes."""
@@ -144,9 +162,16 @@ class Batch:
         return names
 
 
-def _builtin_cells(entry: PrimScope, domains: int, interner: Interner) -> list[Cell]:
+def _builtin_cells(
+    entry: PrimScope, domains: int, interner: Interner, cache: dict[Builtins, list[Cell]]
+) -> list[Cell]:
+    """The reserved-name cells of a prim; prims with the same names share them (the writer
+    only reads the values)."""
     builtins = builtins_of(entry, domains)
-    cells = []
+    found = cache.get(builtins)
+    if found is not None:
+        return found
+    cells = cache[builtins] = []
     if builtins.prim_type:
         cells.append(Cell(PRIM_TYPE, _TOKEN, np.array([interner.token(builtins.prim_type)], "u8")))
     cells.append(Cell(SCHEMAS, _TOKENS, _token_array(builtins.schemas, interner)))
@@ -159,11 +184,16 @@ def _token_array(names: Iterable[str], interner: Interner) -> np.ndarray[Any, An
 
 
 def _prim_cells(
-    entry: PrimScope, domains: int, time: Any, interner: Interner, previous: Layout
+    entry: PrimScope,
+    domains: int,
+    time: Any,
+    interner: Interner,
+    previous: Layout,
+    builtins: dict[Builtins, list[Cell]],
 ) -> list[Cell]:
     """Every cell one prim of the scope gets (``previous``: what the prim got before)."""
     prim = entry.prim
-    cells = _builtin_cells(entry, domains, interner)
+    cells = list(_builtin_cells(entry, domains, interner, builtins))
     if entry.type_metadata:
         cells.extend(map_metadata(prim, ("typeName",), "", interner))
     if entry.prim_metadata_paths:
@@ -230,6 +260,7 @@ def read_scope(
     now and then with ``(prims read, prims in scope)``, never with ``done == total`` (the
     caller reports that once the writes are done)."""
     batch = Batch() if batch is None else batch
+    builtins: dict[Builtins, list[Cell]] = {}
     total = len(scope.prims)
     step = max(1, total // 100)
     if scope.stage_metadata_paths:
@@ -242,9 +273,9 @@ def read_scope(
             if progress is not None and i:
                 progress(i, total)
         path = entry.path
-        batch.prim_index(path)
-        for cell in _prim_cells(entry, scope.domains, time, interner, previous(path)):
-            batch.add(path, cell)
+        batch.add_all(
+            path, _prim_cells(entry, scope.domains, time, interner, previous(path), builtins)
+        )
         if sampled is not None:
             found = _sampled(entry)
             if found is None:
