@@ -476,6 +476,18 @@ def test_a_failing_progress_callback_fails_the_op_before_any_write(stage) -> Non
     assert values(stage, "mass", 1) == {"/World/Box": 2.5}
 
 
+def test_a_callback_raising_system_exit_fails_the_op_not_the_worker(stage) -> None:
+    def leave(done: int, total: int) -> None:
+        raise SystemExit(3)
+
+    op = pop.open_usd_from_string_async(stage, SCENE, 1, progress=leave)
+    with pytest.raises(OvstageError) as info:
+        op.wait(30_000 * MS)  # returns None (no raise) if the op never finishes
+    assert "SystemExit" in info.value.message
+    pop.open_usd_from_string(stage, SCENE, 1)  # the worker still runs ops
+    assert values(stage, "mass", 1) == {"/World/Box": 2.5}
+
+
 def test_a_progress_callback_cannot_wait_for_later_ops(stage) -> None:
     def waits(done: int, total: int) -> None:
         pop.apply_usd_changes(stage, 5)  # queued behind the running open

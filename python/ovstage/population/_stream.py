@@ -119,7 +119,7 @@ class OpStream:
                 payload = job.run()
             except OvstageError as exc:
                 outcome = (exc.code, f"{job.name}: {exc.message}" if exc.message else job.name)
-            except Exception as exc:  # an op never takes the worker down; it fails instead
+            except BaseException as exc:  # even SystemExit: the op fails, the worker goes on
                 outcome = (ErrorCode.OP_FAILED, f"{job.name}: {type(exc).__name__}: {exc}")
             if outcome is not None:
                 _log.warning("population op %d failed: %s", job.op_id, outcome[1])
