@@ -13,7 +13,7 @@ import logging
 import threading
 import time as _time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .._enums import PopulationDomain
@@ -270,13 +270,15 @@ class PopulationState:
                 scope.stage_metadata_paths = ()
             scopes.append(scope)
             self._read(scope, source, seconds, interner, batch, sampled)
-        for root, subtree in roots:
-            for path in self.source_written:
-                if path == "/" or path in batch.written or not _under(path, root):
-                    continue
-                if (subtree or path == root) and not usd.GetPrimAtPath(path).IsValid():
-                    batch.deleted_prims.append(path)
-        batch.deleted_prims = sorted(set(batch.deleted_prims))
+        subtrees = {root for root, subtree in roots if subtree}
+        singles = {root for root, subtree in roots if not subtree}
+        for path in self.source_written:
+            if path == "/" or path in batch.written:
+                continue
+            touched = path in singles or any(a in subtrees for a in _self_and_ancestors(path))
+            if touched and not usd.GetPrimAtPath(path).IsValid():
+                batch.deleted_prims.append(path)
+        batch.deleted_prims.sort()
         for path, columns in batch.written.items():
             old = self.source_written.get(path)
             gone = {n for n in old if n not in columns and n != WORLD_MATRIX}
@@ -386,6 +388,14 @@ class PopulationState:
         self.sampled = {}
         # Everything populated came from USD, which is empty now: the next apply removes it.
         self.source_written = self.written.copy()
+
+
+def _self_and_ancestors(path: str) -> Iterator[str]:
+    """``path``, its parent, ... up to ``/``."""
+    yield path
+    while path != "/":
+        path = path.rsplit("/", 1)[0] or "/"
+        yield path
 
 
 def _under(path: str, root: str) -> bool:
