@@ -459,7 +459,7 @@ def test_progress_logs_at_info(stage, caplog) -> None:
         pop.open_usd_from_string(stage, SCENE, 1)
     texts = [r.getMessage() for r in caplog.records if r.name == "ovstage.population"]
     assert any("populating 3 prims at ordinal 1" in t for t in texts), texts
-    assert any(t.startswith("open_usd_from_string_async: wrote") for t in texts), texts
+    assert any(t.startswith("open_usd_from_string: wrote") for t in texts), texts
 
 
 def test_a_failing_progress_callback_fails_the_op_before_any_write(stage) -> None:
@@ -572,6 +572,10 @@ def test_ordinal_at_or_below_the_floor_is_refused(populated) -> None:
             call()
         assert info.value.code == ErrorCode.WRITE_FLOOR_VIOLATION
         assert "write floor 1" in info.value.message
+    # a blocking form names itself
+    with pytest.raises(OvstageError) as info:
+        pop.apply_usd_changes(populated, 1)
+    assert info.value.message.startswith("population.apply_usd_changes: ordinal 1")
     assert stage_content(populated, 1) == before
 
 

@@ -28,10 +28,12 @@ Export (stage -> USD) is not in this build yet: its functions raise NOT_SUPPORTE
 
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
 import os
-from collections.abc import Callable, Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .._enums import PopulationDomain
@@ -132,6 +134,27 @@ def export_available() -> bool:
 def is_default_time(time: float) -> bool:
     """Whether ``time`` is :data:`DEFAULT_TIME` (NaN)."""
     return math.isnan(time)
+
+
+# The name refusals and failures use: a blocking form's while it enqueues, else the async
+# form's own.
+_calling = threading.local()
+
+
+@contextlib.contextmanager
+def _blocking(name: str) -> Iterator[None]:
+    _calling.name = name
+    try:
+        yield
+    finally:
+        _calling.name = None
+
+
+def _name(async_name: str) -> str:
+    """The name of the public call being made (read once per call)."""
+    name = getattr(_calling, "name", None)
+    _calling.name = None
+    return name or async_name
 
 
 # -- argument checks (run before anything is queued) -----------------------------------------
@@ -321,7 +344,7 @@ def open_usd_async(
     """Open the USD file at ``path`` as the stage's USD source and populate ``domains`` at
     ``ordinal``, sampled at ``time`` seconds (merging into what the stage holds)."""
     return _open_async(
-        "open_usd_async",
+        _name("open_usd_async"),
         stage,
         path=path,
         ordinal=ordinal,
@@ -341,8 +364,9 @@ def open_usd(
     progress: Progress | None = None,
 ) -> None:
     """Blocking :func:`open_usd_async`."""
-    _require_usd("open_usd")
-    open_usd_async(stage, path, ordinal, time, domains, progress=progress).wait()
+    with _blocking("open_usd"):
+        op = open_usd_async(stage, path, ordinal, time, domains, progress=progress)
+    op.wait()
 
 
 def open_usd_from_string_async(
@@ -356,7 +380,7 @@ def open_usd_from_string_async(
 ) -> Operation:
     """:func:`open_usd_async` from usda text (parsed before this returns)."""
     return _open_async(
-        "open_usd_from_string_async",
+        _name("open_usd_from_string_async"),
         stage,
         usda=usda,
         ordinal=ordinal,
@@ -376,8 +400,9 @@ def open_usd_from_string(
     progress: Progress | None = None,
 ) -> None:
     """Blocking :func:`open_usd_from_string_async`."""
-    _require_usd("open_usd_from_string")
-    open_usd_from_string_async(stage, usda, ordinal, time, domains, progress=progress).wait()
+    with _blocking("open_usd_from_string"):
+        op = open_usd_from_string_async(stage, usda, ordinal, time, domains, progress=progress)
+    op.wait()
 
 
 def open_usd_with_desc_async(
@@ -391,7 +416,7 @@ def open_usd_with_desc_async(
 ) -> Operation:
     """Open the USD file at ``path`` and populate what ``descs`` select (one ``Desc`` or a
     sequence of them)."""
-    what = "open_usd_with_desc_async"
+    what = _name("open_usd_with_desc_async")
     _require_usd(what)
     chosen = _checked(what, lambda: _descs(descs, what))
     return _open_async(
@@ -409,8 +434,9 @@ def open_usd_with_desc(
     progress: Progress | None = None,
 ) -> None:
     """Blocking :func:`open_usd_with_desc_async`."""
-    _require_usd("open_usd_with_desc")
-    open_usd_with_desc_async(stage, path, ordinal, time, descs, progress=progress).wait()
+    with _blocking("open_usd_with_desc"):
+        op = open_usd_with_desc_async(stage, path, ordinal, time, descs, progress=progress)
+    op.wait()
 
 
 def open_usd_from_string_with_desc_async(
@@ -423,7 +449,7 @@ def open_usd_from_string_with_desc_async(
     progress: Progress | None = None,
 ) -> Operation:
     """:func:`open_usd_with_desc_async` from usda text."""
-    what = "open_usd_from_string_with_desc_async"
+    what = _name("open_usd_from_string_with_desc_async")
     _require_usd(what)
     chosen = _checked(what, lambda: _descs(descs, what))
     return _open_async(
@@ -441,10 +467,11 @@ def open_usd_from_string_with_desc(
     progress: Progress | None = None,
 ) -> None:
     """Blocking :func:`open_usd_from_string_with_desc_async`."""
-    _require_usd("open_usd_from_string_with_desc")
-    open_usd_from_string_with_desc_async(
-        stage, usda, ordinal, time, descs, progress=progress
-    ).wait()
+    with _blocking("open_usd_from_string_with_desc"):
+        op = open_usd_from_string_with_desc_async(
+            stage, usda, ordinal, time, descs, progress=progress
+        )
+    op.wait()
 
 
 def repopulate_usd_with_desc_async(
@@ -458,7 +485,7 @@ def repopulate_usd_with_desc_async(
     """Populate the loaded USD source again (nothing reopened) with ``descs``, which become
     the scope of later change and time ops. Each selected attribute is re-read at ``time`` and
     rewritten; nothing is deleted. NOT_FOUND if the stage was never populated."""
-    what = "repopulate_usd_with_desc_async"
+    what = _name("repopulate_usd_with_desc_async")
     _require_usd(what)
 
     def check() -> tuple[int, float, tuple[Desc, ...], Progress | None]:
@@ -485,8 +512,9 @@ def repopulate_usd_with_desc(
     progress: Progress | None = None,
 ) -> None:
     """Blocking :func:`repopulate_usd_with_desc_async`."""
-    _require_usd("repopulate_usd_with_desc")
-    repopulate_usd_with_desc_async(stage, ordinal, time, descs, progress=progress).wait()
+    with _blocking("repopulate_usd_with_desc"):
+        op = repopulate_usd_with_desc_async(stage, ordinal, time, descs, progress=progress)
+    op.wait()
 
 
 # -- references, reset ---------------------------------------------------------------------
@@ -531,34 +559,36 @@ def add_usd_reference_async(
     (with its missing ancestors) and references it. ``wait()`` returns the reference handle.
     The stage sees the edit at the next :func:`apply_usd_changes`."""
     return _add_reference_async(
-        "add_usd_reference_async", stage, file=ref_file_path, target_path=target_path
+        _name("add_usd_reference_async"), stage, file=ref_file_path, target_path=target_path
     )
 
 
 def add_usd_reference(stage: Stage, ref_file_path: str | os.PathLike[str], target_path: str) -> int:
     """Blocking :func:`add_usd_reference_async`: the reference handle."""
-    _require_usd("add_usd_reference")
-    return add_usd_reference_async(stage, ref_file_path, target_path).wait()
+    with _blocking("add_usd_reference"):
+        op = add_usd_reference_async(stage, ref_file_path, target_path)
+    return op.wait()
 
 
 def add_usd_reference_from_string_async(stage: Stage, ref_str: str, target_path: str) -> Operation:
     """:func:`add_usd_reference_async` for a layer given as usda text."""
     return _add_reference_async(
-        "add_usd_reference_from_string_async", stage, usda=ref_str, target_path=target_path
+        _name("add_usd_reference_from_string_async"), stage, usda=ref_str, target_path=target_path
     )
 
 
 def add_usd_reference_from_string(stage: Stage, ref_str: str, target_path: str) -> int:
     """Blocking :func:`add_usd_reference_from_string_async`: the reference handle."""
-    _require_usd("add_usd_reference_from_string")
-    return add_usd_reference_from_string_async(stage, ref_str, target_path).wait()
+    with _blocking("add_usd_reference_from_string"):
+        op = add_usd_reference_from_string_async(stage, ref_str, target_path)
+    return op.wait()
 
 
 def remove_usd_async(stage: Stage, handle: int) -> Operation:
     """Revert exactly what the add of ``handle`` did (a prim it defined goes with its
     subtree, a reference it added is removed, a ``/`` merge drops its sublayer). Removing a
     handle twice, or one whose add failed, fails when the op runs."""
-    what = "remove_usd_async"
+    what = _name("remove_usd_async")
     _require_usd(what)
 
     def check() -> int:
@@ -581,14 +611,15 @@ def remove_usd_async(stage: Stage, handle: int) -> Operation:
 
 def remove_usd(stage: Stage, handle: int) -> None:
     """Blocking :func:`remove_usd_async`."""
-    _require_usd("remove_usd")
-    remove_usd_async(stage, handle).wait()
+    with _blocking("remove_usd"):
+        op = remove_usd_async(stage, handle)
+    op.wait()
 
 
 def reset_usd_async(stage: Stage) -> Operation:
     """Empty the USD source (references included). The stage keeps its content until
     :func:`apply_usd_changes` removes what USD no longer has."""
-    what = "reset_usd_async"
+    what = _name("reset_usd_async")
     _require_usd(what)
     _checked(what, lambda: (_live_stage(stage, what), _populated_state(stage, what)))
     state = _populated_state(stage, what)
@@ -597,8 +628,9 @@ def reset_usd_async(stage: Stage) -> Operation:
 
 def reset_usd(stage: Stage) -> None:
     """Blocking :func:`reset_usd_async`."""
-    _require_usd("reset_usd")
-    reset_usd_async(stage).wait()
+    with _blocking("reset_usd"):
+        op = reset_usd_async(stage)
+    op.wait()
 
 
 # -- time and changes --------------------------------------------------------------------------
@@ -608,7 +640,7 @@ def update_from_usd_time_async(stage: Stage, ordinal: int, time: float) -> Opera
     """Re-sample every time-varying property in the population scope at ``time`` seconds and
     write it at ``ordinal`` (the same ``time`` again rewrites them too). With RENDERING among
     the scope's domains, pending USD edits are published by the same op."""
-    what = "update_from_usd_time_async"
+    what = _name("update_from_usd_time_async")
     _require_usd(what)
 
     def check() -> tuple[int, float]:
@@ -624,15 +656,16 @@ def update_from_usd_time_async(stage: Stage, ordinal: int, time: float) -> Opera
 
 def update_from_usd_time(stage: Stage, ordinal: int, time: float) -> None:
     """Blocking :func:`update_from_usd_time_async`."""
-    _require_usd("update_from_usd_time")
-    update_from_usd_time_async(stage, ordinal, time).wait()
+    with _blocking("update_from_usd_time"):
+        op = update_from_usd_time_async(stage, ordinal, time)
+    op.wait()
 
 
 def apply_usd_changes_async(stage: Stage, ordinal: int) -> Operation:
     """Publish the USD edits made since the previous call (a reset included) at ``ordinal``:
     republished prims get every selected attribute written, even unchanged ones; what USD
     no longer has is removed. A no-op when nothing changed."""
-    what = "apply_usd_changes_async"
+    what = _name("apply_usd_changes_async")
     _require_usd(what)
 
     def check() -> int:
@@ -647,8 +680,9 @@ def apply_usd_changes_async(stage: Stage, ordinal: int) -> Operation:
 
 def apply_usd_changes(stage: Stage, ordinal: int) -> None:
     """Blocking :func:`apply_usd_changes_async`."""
-    _require_usd("apply_usd_changes")
-    apply_usd_changes_async(stage, ordinal).wait()
+    with _blocking("apply_usd_changes"):
+        op = apply_usd_changes_async(stage, ordinal)
+    op.wait()
 
 
 # -- schema plugins ----------------------------------------------------------------------------
