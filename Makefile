@@ -106,12 +106,15 @@ test: install libovstage
 	$(PYTHON) -m pytest -q -W error::ResourceWarning tests/python
 
 # bench_async.py also runs the Go enqueue benchmark (go test -bench) and prints every target;
-# bench_c_api.py prints the C API's figures (tests/bench/bench_c.c) beside the Python ones.
+# bench_c_api.py prints the C API's figures (tests/bench/bench_c.c) beside the Python ones;
+# bench_population.py populates a generated 100k-prim USD scene (OVSTAGE_BENCH_POPULATION_PRIMS
+# to change) against usd-core reading the same attributes.
 bench: install libovstage
 	$(PYTHON) tests/bench/bench_foundation.py
 	$(PYTHON) tests/bench/bench_async.py
 	$(PYTHON) tests/bench/bench_c_api.py
 	$(PYTHON) tests/bench/bench_typed_reads.py
+	$(PYTHON) tests/bench/bench_population.py
 
 lint:
 	$(PIP) install -q ruff
