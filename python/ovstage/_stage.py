@@ -6,7 +6,7 @@ import array
 import contextlib
 import ctypes
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -178,6 +178,8 @@ class Stage(_HierarchyMixin):
     def __init__(self, name: str | None = None, config: StageConfig | None = None) -> None:
         self._destroyed = True
         self._destroying = False
+        # Called first by destroy(): extensions stop their per-stage workers (population).
+        self._destroy_hooks: list[Callable[[], None]] = []
         # Sources of large writes (see _hold), by op id: kept alive until the engine reports
         # that the op no longer reads them, whatever happens to its Operation or op id.
         self._holds: dict[int, Any] = {}
@@ -247,6 +249,8 @@ class Stage(_HierarchyMixin):
         if self._destroyed:
             return
         self._destroying = True  # waiters in other threads may lose the stage from now on
+        for hook in self._destroy_hooks:
+            hook()
         call(native.DestroyStage, self._id)
         self._destroyed = True
         self._holds.clear()  # every op has finished

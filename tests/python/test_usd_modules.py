@@ -6,7 +6,6 @@ import dataclasses
 import math
 import subprocess
 import sys
-from collections.abc import Callable
 from typing import Any
 
 import ovstage
@@ -47,61 +46,127 @@ def test_dotted_import_in_a_fresh_interpreter(module: str) -> None:
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout == "False\n"
+    assert result.stdout == f"{sys.modules[module].available()}\n"
 
 
-def test_availability_flags() -> None:
-    assert ovstage.instancing.available() is False
-    assert ovstage.population.available() is False
-    assert ovstage.population.descs_available() is False
-
-
-def _assert_not_supported(fn: Callable[..., Any], *args: Any, what: str) -> None:
-    with pytest.raises(OvstageError) as info:
-        fn(*args)
-    assert info.value.code == ErrorCode.NOT_SUPPORTED
-    assert f"USD {what} is not in this build" in info.value.message
-
-
-@pytest.mark.parametrize(
-    ("name", "args"),
-    [
-        ("get_prototype_roots", ()),
-        ("get_prototype_root", ("/World/Instance",)),
-        ("get_instance_roots", ("/__Prototype_1",)),
-    ],
-)
-def test_instancing_functions_raise_not_supported(stage, name: str, args: tuple) -> None:
-    _assert_not_supported(getattr(ovstage.instancing, name), stage, *args, what="instancing")
+def test_population_is_available_exactly_when_pxr_imports() -> None:
+    try:
+        import pxr.Usd  # noqa: F401
+    except ImportError:
+        importable = False
+    else:
+        importable = True
+    assert ovstage.population.available() is importable
+    assert ovstage.population.descs_available() is importable
+    assert ovstage.population.export_available() is False
 
 
 POPULATION_CALLS: list[tuple[str, tuple]] = [
-    ("open_usd", ("scene.usda",)),
-    ("open_usd_from_string", ("#usda 1.0",)),
+    ("open_usd", ("scene.usda", 1)),
+    ("open_usd_from_string", ("#usda 1.0", 1)),
     ("open_usd_with_desc", ("scene.usda", 1, math.nan, [Desc()])),
     ("open_usd_from_string_with_desc", ("#usda 1.0", 1, math.nan, [Desc()])),
+    ("repopulate_usd_with_desc", (1, math.nan, [Desc()])),
     ("add_usd_reference", ("ref.usda", "/World/Ref")),
     ("add_usd_reference_from_string", ("#usda 1.0", "/World/Ref")),
     ("remove_usd", (1,)),
     ("reset_usd", ()),
     ("update_from_usd_time", (2, 0.5)),
     ("apply_usd_changes", (2,)),
+]
+
+EXPORT_CALLS: list[tuple[str, tuple]] = [
     ("export_to_usd_file", ("out.usda",)),
     ("export_typed_hierarchy_to_usd_file", ("out.usda",)),
 ]
 
+# Runs in a fresh interpreter where ``import pxr`` fails (as without usd-core): every population
+# call (with a stage), the schema registration and the instancing queries; prints one line each.
+_NO_USD_SCRIPT = """
+import json, math, sys
+sys.modules["pxr"] = None  # import pxr raises ImportError from now on
+import ovstage
+from ovstage import instancing, population
+from ovstage.population import Desc
+
+calls = json.loads(sys.argv[1])
+out = {"available": population.available(), "descs": population.descs_available(),
+       "instancing": instancing.available(), "calls": {}}
+with ovstage.Stage("no-usd") as stage:
+    def run(key, fn, *args):
+        try:
+            fn(*args)
+        except ovstage.OvstageError as exc:
+            out["calls"][key] = [exc.code, exc.message, population.last_error()]
+        else:
+            out["calls"][key] = None
+    for name, args in calls:
+        args = [[Desc()] if a == "DESCS" else (math.nan if a == "NAN" else a) for a in args]
+        for suffix in ("", "_async"):
+            run(name + suffix, getattr(population, name + suffix), stage, *args)
+    run("register_usd_schemas", population.register_usd_schemas, ["/schemas"])
+    run("get_prototype_roots", instancing.get_prototype_roots, stage)
+print(json.dumps(out))
+"""
+
+
+def _encoded(args: tuple) -> list:
+    return ["DESCS" if isinstance(a, list) else ("NAN" if a != a else a) for a in args]
+
+
+@pytest.fixture(scope="module")
+def without_usd() -> dict[str, Any]:
+    """What the population calls do in an interpreter where pxr cannot be imported."""
+    import json
+
+    calls = json.dumps([(name, _encoded(args)) for name, args in POPULATION_CALLS])
+    result = subprocess.run(
+        [sys.executable, "-W", "error::ResourceWarning", "-c", _NO_USD_SCRIPT, calls],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_without_usd_nothing_is_available(without_usd) -> None:
+    assert without_usd["available"] is False
+    assert without_usd["descs"] is False
+    assert without_usd["instancing"] is False
+
 
 @pytest.mark.parametrize("suffix", ["", "_async"])
 @pytest.mark.parametrize(("name", "args"), POPULATION_CALLS)
-def test_population_operations_raise_not_supported(stage, name, args, suffix) -> None:
-    fn = getattr(ovstage.population, name + suffix)
-    _assert_not_supported(fn, stage, *args, what="population")
-    assert "USD population is not in this build" in ovstage.population.last_error()
+def test_without_usd_population_calls_say_what_to_install(without_usd, name, args, suffix) -> None:
+    del args
+    code, message, last = without_usd["calls"][name + suffix]
+    assert code == ErrorCode.NOT_SUPPORTED
+    assert "pip install 'ovstage-go[usd]'" in message
+    assert message.startswith(f"population.{name}{suffix}: ")
+    assert last == message
 
 
-def test_schema_registration_and_export_destinations_raise_not_supported() -> None:
-    _assert_not_supported(ovstage.population.register_usd_schemas, ["/schemas"], what="population")
-    _assert_not_supported(ExportDestination, "out.usda", what="population")
+def test_without_usd_schema_registration_and_instancing_raise_not_supported(without_usd) -> None:
+    code, message, _ = without_usd["calls"]["register_usd_schemas"]
+    assert code == ErrorCode.NOT_SUPPORTED
+    assert "ovstage-go[usd]" in message
+    code, _, _ = without_usd["calls"]["get_prototype_roots"]
+    assert code == ErrorCode.NOT_SUPPORTED
+
+
+@pytest.mark.parametrize("suffix", ["", "_async"])
+@pytest.mark.parametrize(("name", "args"), EXPORT_CALLS)
+def test_export_is_not_in_this_build_yet(stage, name, args, suffix) -> None:
+    with pytest.raises(OvstageError) as info:
+        getattr(ovstage.population, name + suffix)(stage, *args)
+    assert info.value.code == ErrorCode.NOT_SUPPORTED
+    assert "USD export is not in this build yet" in info.value.message
+    assert ovstage.population.last_error() == info.value.message
+    with pytest.raises(OvstageError) as info:
+        ExportDestination("out.usda")
+    assert info.value.code == ErrorCode.NOT_SUPPORTED
+    assert "USD export is not in this build yet" in info.value.message
 
 
 def test_description_classes_construct_as_immutable_trees() -> None:

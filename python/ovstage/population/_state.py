@@ -1,0 +1,400 @@
+"""The population state of one stage and the body of each population op.
+
+A stage gets its state on its first population call: the op stream that runs its ops, the USD
+source (set by the first successful open), the population scope (descs, domains, time), and
+what population wrote (so that applying USD changes can remove what USD no longer has). Op
+bodies run on the stream's worker; each reads everything from USD first and only then writes
+(``_batch`` then ``_writer``), and commits its new state only once the writes succeeded.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time as _time
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .._enums import PopulationDomain
+from .._errors import ErrorCode, OvstageError
+from ._batch import WORLD_MATRIX, XFORM, Batch, SampledPrim, read_scope, read_time_samples
+from ._descs import Desc
+from ._interner import StageInterner
+from ._selection import instancing_table, resolve_scope
+from ._source import Changes, ReferenceEdit, UsdSource, open_layer
+from ._stream import OpStream
+from ._writer import write_batch
+
+if TYPE_CHECKING:
+    from .._stage import Stage
+
+__all__ = ["PopulationState", "existing_state", "state_of"]
+
+_log = logging.getLogger("ovstage.population")
+
+_states: weakref.WeakKeyDictionary[Stage, PopulationState] = weakref.WeakKeyDictionary()
+_states_lock = threading.Lock()
+
+#: ``progress(done, total)``: prims read so far and prims in scope; ``(total, total)`` once
+#: the op's writes are done.
+Progress = Callable[[int, int], object]
+
+
+def existing_state(stage: Stage) -> PopulationState | None:
+    """The stage's population state, None if it never had a population call."""
+    with _states_lock:
+        return _states.get(stage)
+
+
+def state_of(stage: Stage) -> PopulationState:
+    """The stage's population state, made on first use."""
+    with _states_lock:
+        state = _states.get(stage)
+        if state is None:
+            state = _states[stage] = PopulationState(stage)
+        return state
+
+
+class PopulationState:
+    """One stage's population: its op stream, USD source, scope and written content."""
+
+    def __init__(self, stage: Stage) -> None:
+        self._stage = weakref.ref(stage)
+        self.stream = OpStream(stage._label())
+        # Set at enqueue: ops that need a populated stage are accepted once an open was.
+        self.open_accepted = False
+        self._next_handle = 1
+        # The rest is the worker's (ops run one at a time).
+        self.source: UsdSource | None = None
+        self.descs: tuple[Desc, ...] = ()
+        self.time = float("nan")
+        # What population wrote, per prim: in all, and from the current source (the part
+        # applying USD changes may remove again).
+        self.written: dict[str, set[str]] = {}
+        self.source_written: dict[str, set[str]] = {}
+        self.world_matrix_done: set[str] = set()
+        self.sampled: dict[str, SampledPrim] = {}
+        stage._destroy_hooks.append(self.close)
+
+    def close(self) -> None:
+        """Stop the stream (the stage is being destroyed) and let the source go."""
+        self.stream.stop()
+        if self.source is not None:
+            self.source.close()
+            self.source = None
+
+    def reserve_handle(self) -> int:
+        """A new reference handle (reserved at enqueue)."""
+        handle, self._next_handle = self._next_handle, self._next_handle + 1
+        return handle
+
+    @property
+    def domains(self) -> int:
+        value = 0
+        for desc in self.descs:
+            value |= int(desc.domains)
+        return value
+
+    # -- helpers for the op bodies -----------------------------------------------------
+
+    def _live_stage(self) -> Stage:
+        stage = self._stage()
+        if stage is None or stage._destroyed:
+            raise OvstageError(ErrorCode.INVALID_HANDLE, "the stage was destroyed")
+        return stage
+
+    def _require_source(self) -> UsdSource:
+        if self.source is None:
+            raise OvstageError(
+                ErrorCode.NOT_FOUND, "the stage has no USD source (no open succeeded)"
+            )
+        return self.source
+
+    def _commit(self, batch: Batch) -> None:
+        """Record what a successful write put on the stage."""
+        for path in batch.deleted_prims:
+            self.written.pop(path, None)
+            self.source_written.pop(path, None)
+            self.world_matrix_done.discard(path)
+            self.sampled.pop(path, None)
+        for path, names in batch.deleted_attributes.items():
+            for record in (self.written, self.source_written):
+                record.get(path, set()).difference_update(names)
+            if WORLD_MATRIX in names:
+                self.world_matrix_done.discard(path)
+        for path, names in batch.written.items():
+            self.written.setdefault(path, set()).update(names)
+            self.source_written.setdefault(path, set()).update(names)
+        for (name, _), column in batch.columns.items():
+            if name == WORLD_MATRIX:
+                self.world_matrix_done.update(batch.paths[i] for i in column.prims)
+
+    def _register_instancing(self, stage: Stage, source: UsdSource) -> None:
+        from .. import instancing
+
+        register = getattr(instancing, "register_table", None)
+        if register is not None:
+            register(stage, instancing_table(source.usd))
+
+    def _populate(
+        self,
+        stage: Stage,
+        source: UsdSource,
+        descs: tuple[Desc, ...],
+        ordinal: int,
+        seconds: float,
+        what: str,
+        progress: Progress | None,
+    ) -> tuple[Batch, dict[str, SampledPrim]]:
+        """Read the whole scope of ``descs`` from ``source`` and write it (merging)."""
+        started = _time.perf_counter()
+        interner = StageInterner(stage)
+        scope = resolve_scope(source.usd, descs)
+        self.stream.check_running()
+        total = len(scope.prims)
+        _log.info("%s: populating %d prims at ordinal %d", what, total, ordinal)
+        sampled: dict[str, SampledPrim] = {}
+        batch = read_scope(
+            scope,
+            source.usd,
+            source.time_code(seconds),
+            interner,
+            world_matrix_done=self.world_matrix_done,
+            sampled=sampled,
+            progress=progress,
+            checkpoint=self.stream.check_running,
+        )
+        write_batch(stage, interner, batch, ordinal, what, self.stream.check_running)
+        if progress is not None:
+            progress(total, total)
+        _log.info(
+            "%s: wrote %d columns (%d values) on %d prims at ordinal %d in %.3f s",
+            what,
+            len(batch.columns),
+            len(batch),
+            len(batch.paths),
+            ordinal,
+            _time.perf_counter() - started,
+        )
+        return batch, sampled
+
+    # -- op bodies (run on the worker) ---------------------------------------------------
+
+    def run_open(
+        self,
+        root_layer: Any,
+        path: str | None,
+        ordinal: int,
+        seconds: float,
+        descs: tuple[Desc, ...],
+        what: str,
+        progress: Progress | None,
+    ) -> None:
+        """Open a new source (from ``root_layer``, or the file at ``path``) and populate it,
+        merging into what the stage holds."""
+        stage = self._live_stage()
+        if root_layer is None:
+            assert path is not None
+            root_layer = open_layer(path, "path")
+        source = UsdSource.open(root_layer)
+        try:
+            batch, sampled = self._populate(stage, source, descs, ordinal, seconds, what, progress)
+        except BaseException:
+            source.close()
+            raise
+        if self.source is not None:
+            self.source.close()
+        source.take_changes()  # the open itself is no change to apply later
+        self.source, self.descs, self.time = source, descs, seconds
+        self.sampled = sampled
+        self.source_written = {}
+        self._commit(batch)
+        self._register_instancing(stage, source)
+
+    def run_repopulate(
+        self,
+        ordinal: int,
+        seconds: float,
+        descs: tuple[Desc, ...],
+        what: str,
+        progress: Progress | None,
+    ) -> None:
+        """Populate the loaded source again with new descs, which become the scope."""
+        stage = self._live_stage()
+        source = self._require_source()
+        batch, sampled = self._populate(stage, source, descs, ordinal, seconds, what, progress)
+        self.descs, self.time, self.sampled = descs, seconds, sampled
+        self._commit(batch)
+        self._register_instancing(stage, source)
+
+    def _changes_batch(
+        self, source: UsdSource, changes: Changes, interner: StageInterner, seconds: float
+    ) -> tuple[Batch, dict[str, SampledPrim]]:
+        """The republication of ``changes``: every selected attribute of each republished
+        prim, and the removal of what this source populated that USD no longer has."""
+        roots = _republish_roots(changes)
+        batch = Batch()
+        sampled: dict[str, SampledPrim] = {}
+        time_code = source.time_code(seconds)
+        for root, subtree in roots:
+            if not source.usd.GetPrimAtPath(root).IsValid():
+                continue
+            scope = resolve_scope(source.usd, self.descs, root)
+            if not subtree:
+                scope.prims = [e for e in scope.prims if e.path == root]
+            if root != "/":
+                scope.stage_metadata_paths = ()
+            read_scope(
+                scope,
+                source.usd,
+                time_code,
+                interner,
+                batch=batch,
+                world_matrix_done=self.world_matrix_done,
+                sampled=sampled,
+                checkpoint=self.stream.check_running,
+            )
+        usd = source.usd
+        for root, subtree in roots:
+            for path in self.source_written:
+                if path == "/" or path in batch.written or not _under(path, root):
+                    continue
+                if (subtree or path == root) and not usd.GetPrimAtPath(path).IsValid():
+                    batch.deleted_prims.append(path)
+        batch.deleted_prims = sorted(set(batch.deleted_prims))
+        for path, names in batch.written.items():
+            old = self.source_written.get(path, set())
+            gone = old - names - {WORLD_MATRIX}
+            if WORLD_MATRIX in old and XFORM not in names:
+                gone.add(WORLD_MATRIX)  # no longer xformable
+            if gone:
+                batch.deleted_attributes[path] = sorted(gone)
+        return batch, sampled
+
+    def run_apply_changes(self, ordinal: int, what: str) -> None:
+        """Publish the USD edits made since the last apply (a no-op when there are none)."""
+        stage = self._live_stage()
+        source = self._require_source()
+        changes = source.take_changes()
+        if not changes:
+            return
+        try:
+            interner = StageInterner(stage)
+            batch, sampled = self._changes_batch(source, changes, interner, self.time)
+            write_batch(stage, interner, batch, ordinal, what, self.stream.check_running)
+        except BaseException:
+            source.restore_changes(changes)
+            raise
+        self._apply_sampled(batch, sampled)
+        self._commit(batch)
+        self._register_instancing(stage, source)
+        _log.info(
+            "%s: republished %d prims, removed %d at ordinal %d",
+            what,
+            len(batch.paths),
+            len(batch.deleted_prims),
+            ordinal,
+        )
+
+    def _apply_sampled(self, batch: Batch, sampled: dict[str, SampledPrim]) -> None:
+        for path in batch.paths:
+            if path not in sampled:
+                self.sampled.pop(path, None)
+        self.sampled.update(sampled)
+
+    def run_apply_time(self, ordinal: int, seconds: float, what: str) -> None:
+        """Re-sample every time-varying property in scope at ``seconds`` (RENDERING: publish
+        pending USD edits in the same write)."""
+        stage = self._live_stage()
+        source = self._require_source()
+        interner = StageInterner(stage)
+        changes = Changes()
+        batch = Batch()
+        sampled: dict[str, SampledPrim] = {}
+        if self.domains & PopulationDomain.RENDERING:
+            changes = source.take_changes()
+        try:
+            if changes:
+                batch, sampled = self._changes_batch(source, changes, interner, seconds)
+            pending = dict(self.sampled)
+            for path in batch.deleted_prims:
+                pending.pop(path, None)
+            read_time_samples(
+                pending,
+                source.time_code(seconds),
+                interner,
+                batch=batch,
+                checkpoint=self.stream.check_running,
+            )
+            write_batch(stage, interner, batch, ordinal, what, self.stream.check_running)
+        except BaseException:
+            if changes:
+                source.restore_changes(changes)
+            raise
+        self.time = seconds
+        if changes:
+            self._apply_sampled(batch, sampled)
+        self._commit(batch)
+
+    def run_add_reference(
+        self, handle: int, layer: Any, path: str | None, target: Any, what: str
+    ) -> int:
+        """Bring a layer into the source at ``target``; the handle undoes it."""
+        del what
+        source = self._require_source()
+        if layer is None:
+            assert path is not None
+            layer = open_layer(path, "ref_file_path")
+        source.references[handle] = source.add_reference(layer, target)
+        return handle
+
+    def run_remove_reference(self, handle: int, what: str) -> None:
+        """Revert what the add of ``handle`` did."""
+        del what
+        source = self._require_source()
+        edit: ReferenceEdit | None = source.references.pop(handle, None)
+        if edit is None:
+            raise OvstageError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"reference handle {handle} is not in the USD source (removed already, or its "
+                "add did not complete)",
+            )
+        source.remove_reference(edit)
+
+    def run_reset(self, what: str) -> None:
+        """Empty the USD source; the stage keeps its content until changes are applied."""
+        del what
+        old = self._require_source()
+        old.close()
+        self.source = UsdSource.empty()
+        self.source.mark_everything_changed()
+        self.sampled = {}
+        # Everything populated came from USD, which is empty now: the next apply removes it.
+        self.source_written = {path: set(names) for path, names in self.written.items()}
+
+
+def _under(path: str, root: str) -> bool:
+    return root == "/" or path == root or path.startswith(root + "/")
+
+
+def _republish_roots(changes: Changes) -> list[tuple[str, bool]]:
+    """``(prim path, with its subtree)`` for each place ``changes`` touched, outermost
+    first: a resynced path republishes its prim's subtree, a value or metadata change only
+    its prim."""
+    if changes.everything or "/" in changes.resynced:
+        return [("/", True)]
+    subtrees = sorted({_prim_of(p) for p in changes.resynced})
+    kept: list[str] = []
+    for path in subtrees:
+        if not any(_under(path, k) for k in kept):
+            kept.append(path)
+    roots = [(p, True) for p in kept]
+    singles = sorted({_prim_of(p) for p in changes.changed} - set(kept))
+    roots.extend((p, False) for p in singles if not any(_under(p, k) for k in kept))
+    return roots
+
+
+def _prim_of(path: str) -> str:
+    """The prim path of a prim or property path (``/A.x`` -> ``/A``)."""
+    return path.split(".", 1)[0] or "/"
