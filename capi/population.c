@@ -1,6 +1,7 @@
 /*
- * USD population (stage <- USD) and export (stage -> USD). This build has no OpenUSD runtime:
- * every entry point returns NOT_SUPPORTED with a population last-error text saying so (NULL
+ * USD population (stage <- USD) and export (stage -> USD). The C library has no OpenUSD runtime
+ * (population is in the Python package, over usd-core): every entry point returns NOT_SUPPORTED
+ * with a population last-error text saying so (NULL
  * stage or out pointers are INVALID_ARGUMENT first), waits report every id as unknown (none is
  * ever issued), and the two descriptor initialisers, which need no runtime, work.
  */
@@ -10,8 +11,9 @@
 #include "capi.h"
 
 static const char no_population[] =
-    "USD population is not in this build: ovstage-go has no OpenUSD runtime (author prims with "
-    "write_attribute instead)";
+    "USD population is not in this build's C library: it has no OpenUSD runtime (populate from "
+    "Python with ovstage.population, pip install 'ovstage-go[usd]', or author prims with "
+    "write_attribute)";
 static const char no_export[] =
     "USD export is not in this build: ovstage-go has no OpenUSD runtime (read the stage with "
     "read_attributes instead)";

@@ -476,6 +476,27 @@ def test_a_failing_progress_callback_fails_the_op_before_any_write(stage) -> Non
     assert values(stage, "mass", 1) == {"/World/Box": 2.5}
 
 
+def test_a_callback_raising_system_exit_fails_the_op_not_the_worker(stage) -> None:
+    def leave(done: int, total: int) -> None:
+        raise SystemExit(3)
+
+    op = pop.open_usd_from_string_async(stage, SCENE, 1, progress=leave)
+    with pytest.raises(OvstageError) as info:
+        op.wait(30_000 * MS)  # returns None (no raise) if the op never finishes
+    assert "SystemExit" in info.value.message
+    pop.open_usd_from_string(stage, SCENE, 1)  # the worker still runs ops
+    assert values(stage, "mass", 1) == {"/World/Box": 2.5}
+
+
+def test_a_progress_callback_cannot_wait_for_later_ops(stage) -> None:
+    def waits(done: int, total: int) -> None:
+        pop.apply_usd_changes(stage, 5)  # queued behind the running open
+
+    with pytest.raises(OvstageError) as info:
+        pop.open_usd_from_string(stage, SCENE, 1, progress=waits)
+    assert "cannot be waited on the stage's population worker" in info.value.message
+
+
 def test_operation_constructor_and_unknown_ids(stage) -> None:
     pop.open_usd_from_string(stage, SCENE, 1)
     rejected = pop.Operation(stage, ErrorCode.NOT_FOUND, 0, name="x")
@@ -697,3 +718,62 @@ def test_register_usd_schemas_before_and_after_the_first_open(tmp_path: Path) ->
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout == "OP_FAILED\n"
+
+
+# -- what population shares with the other modules ----------------------------------------------
+
+INSTANCED = """#usda 1.0
+def Xform "World"
+{
+    def Xform "A" (
+        instanceable = true
+        prepend references = </Proto>
+    )
+    {
+    }
+    def Xform "B" (
+        instanceable = true
+        prepend references = </Proto>
+    )
+    {
+    }
+}
+class Xform "Proto"
+{
+    def Xform "Leaf"
+    {
+        double mass = 1.0
+    }
+}
+"""
+
+
+def test_instancing_answers_for_the_populated_instance_roots(stage) -> None:
+    from ovstage import instancing
+
+    pop.open_usd_from_string(stage, INSTANCED, 1)
+    roots = instancing.get_prototype_roots(stage)
+    assert len(roots) == 1
+    assert instancing.get_instance_roots(stage, roots[0]) == ["/World/A", "/World/B"]
+    assert instancing.get_prototype_root(stage, "/World/A") == roots[0]
+    instance = token(stage, "XformInstance")
+    assert values(stage, "usd-prim-type", 1)["/World/A"] == instance
+
+
+def test_a_redeclared_type_replaces_the_column(stage) -> None:
+    pop.open_usd_from_string(stage, SCENE, 1)
+    seal(stage, 1)
+    with stage.query() as query:
+        (group,) = read_groups(stage, query, ["mass"], OrdinalRange.latest(1))
+    assert group.dtypes["/World/Box"] == (2, 64, 1)
+    # a stronger layer declares mass as float: the column is replaced, not refused
+    retyped = (
+        '#usda 1.0\nover "World"\n{\n    over "Box"\n    {\n        float mass = 0.5\n    }\n}\n'
+    )
+    pop.add_usd_reference_from_string(stage, retyped, "/")
+    pop.apply_usd_changes(stage, 2)
+    seal(stage, 2)
+    with stage.query() as query:
+        (group,) = read_groups(stage, query, ["mass"], OrdinalRange.latest(2))
+    assert group.values == {"/World/Box": 0.5}
+    assert group.dtypes["/World/Box"] == (2, 32, 1)

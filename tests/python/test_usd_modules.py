@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import subprocess
 import sys
@@ -172,29 +171,48 @@ def test_export_is_not_in_this_build_yet(stage, name, args, suffix) -> None:
 def test_description_classes_construct_as_immutable_trees() -> None:
     prim = PrimPredicate.and_(
         PrimPredicate.is_under_path("/World"),
-        PrimPredicate.not_(PrimPredicate.has_type("Camera")),
+        PrimPredicate.not_(PrimPredicate.has_type("Camera", "Light")),
     )
     assert prim.kind == PrimPredicateKind.AND
-    assert [c.kind for c in prim.children] == [
+    assert [c.kind for c in prim.subpredicates] == [
         PrimPredicateKind.IS_UNDER_PATH,
         PrimPredicateKind.NOT,
     ]
-    assert prim.children[0].value == "/World"
-    assert prim.children[1].children[0] == PrimPredicate(PrimPredicateKind.HAS_TYPE, "Camera")
+    assert prim.strings == () and prim.nested is None
+    assert prim.subpredicates[0].strings == ("/World",)
+    assert prim.subpredicates[1].subpredicates[0] == PrimPredicate(
+        PrimPredicateKind.HAS_TYPE, ("Camera", "Light")
+    )
     prop = PropertyPredicate.or_(
         PropertyPredicate.has_name("points"), PropertyPredicate.is_custom()
     )
-    selector = Selector(prim, prop, prim_metadata_paths=("kind",))
-    desc = Desc(PopulationDomain.PHYSICS, (selector,), ("metersPerUnit",))
-    assert desc.selectors[0].property.children[1].kind == PropertyPredicateKind.IS_CUSTOM
-    assert Selector().prim == PrimPredicate.all()
-    assert Desc().domains == PopulationDomain.ALL
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        desc.domains = PopulationDomain.NONE  # type: ignore[misc]
+    has_prop = PrimPredicate.has_property(prop)
+    assert has_prop.nested is prop and has_prop.subpredicates == () and has_prop.strings == ()
+    selector = Selector(prim, prop, prim_metadata_paths=["kind"])
+    assert selector.prim_metadata_paths == ("kind",)
+    desc = Desc(PopulationDomain.PHYSICS, [selector], ("metersPerUnit",))
+    assert desc.selectors[0].property_predicate.subpredicates[1].kind == (
+        PropertyPredicateKind.IS_CUSTOM
+    )
+    assert Selector().prim_predicate == PrimPredicate.none()
+    assert Selector().property_predicate == PropertyPredicate.none()
+    assert Desc().domains == PopulationDomain.NONE
+    assert Desc().selectors == () and Desc().stage_metadata_paths == ()
+    for obj, name in (
+        (desc, "domains"),
+        (selector, "prim_predicate"),
+        (prim, "kind"),
+        (prim, "subpredicates"),
+        (prop, "strings"),
+    ):
+        with pytest.raises(AttributeError):
+            setattr(obj, name, None)
+        with pytest.raises(AttributeError):
+            delattr(obj, name)
     assert hash(prim) == hash(
         PrimPredicate.and_(
             PrimPredicate.is_under_path("/World"),
-            PrimPredicate.not_(PrimPredicate.has_type("Camera")),
+            PrimPredicate.not_(PrimPredicate.has_type("Camera", "Light")),
         )
     )
 

@@ -46,6 +46,8 @@ from ._descs import (
     PropertyPredicate,
     PropertyPredicateKind,
     Selector,
+    normalize_descs,
+    validate_paths,
 )
 from ._operation import Operation, last_error, set_last_error
 
@@ -197,23 +199,11 @@ def _domains(domains: object, what: str) -> int:
 
 
 def _descs(descs: object, what: str) -> tuple[Desc, ...]:
-    from . import _descs as descs_module
-
-    normalize = getattr(descs_module, "normalize_descs", None)
-    if normalize is not None:
-        return tuple(normalize(descs))
-    if isinstance(descs, Desc):
-        return (descs,)
-    if descs is None:
-        return ()
-    if isinstance(descs, (str, bytes)) or not isinstance(descs, Iterable):
-        raise TypeError(
-            f"{what}: descs must be a Desc or a sequence of Desc, got {type(descs).__name__}"
-        )
-    items = tuple(descs)
-    for i, item in enumerate(items):
-        if not isinstance(item, Desc):
-            raise TypeError(f"{what}: descs[{i}] must be a Desc, got {type(item).__name__}")
+    """One Desc or a sequence of them (TypeError), with usable path arguments
+    (OvstageError(INVALID_ARGUMENT) naming the desc and selector)."""
+    del what
+    items = normalize_descs(descs)
+    validate_paths(items)
     return items
 
 
@@ -311,13 +301,12 @@ def _open_async(
 
     layer, file, value, seconds, chosen, callback = _checked(what, check)
     state = state_of(stage)
-    op = _submit(
+    state.open_accepted = True  # before the op can run: its progress callback may call more
+    return _submit(
         stage,
         what,
         lambda: state.run_open(layer, file, value, seconds, chosen, what, callback),
     )
-    state.open_accepted = True
-    return op
 
 
 def open_usd_async(
@@ -578,7 +567,7 @@ def remove_usd_async(stage: Stage, handle: int) -> Operation:
             raise TypeError(f"{what}: handle must be an integer, got bool")
         value = as_uint64(handle, "handle")
         state = _populated_state(stage, what)
-        if not 0 < value < state._next_handle:
+        if not state.issued_handle(value):
             _refuse(
                 ErrorCode.INVALID_ARGUMENT,
                 f"population.{what}: handle {value} was never issued for this stage",

@@ -10,22 +10,28 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
-from .._enums import AttributeSemantic
 from ._mapping import (
     UINT,
+    WORLD_MATRIX,
+    XFORM,
     Cell,
     ColumnType,
     Interner,
     derived_transform_cells,
     is_time_varying,
+    map_connection,
     map_metadata,
     map_property,
+    world_matrix_cell,
 )
-from ._selection import PrimScope, Scope, builtins_of
+from ._records import Layout
+from ._selection import Builtins, PrimScope, Scope, builtins_of
+from ._usd import Usd, UsdGeom
 
 __all__ = [
     "ANCESTOR_TYPES",
@@ -40,11 +46,20 @@ __all__ = [
     "read_time_samples",
 ]
 
+#: The layout population wrote on a prim before (empty if none).
+Previous = Callable[[str], Layout]
+
+_NOTHING: Layout = MappingProxyType({})
+
+
+def _no_previous(path: str) -> Layout:
+    del path
+    return _NOTHING
+
+
 PRIM_TYPE = "usd-prim-type"
 SCHEMAS = "usd-schemas"
 ANCESTOR_TYPES = "usd-ancestor-types"
-WORLD_MATRIX = "omni:fabric:worldMatrix"
-XFORM = "omni:xform"
 
 _TOKEN = ColumnType(UINT, 64, 1, False)
 _TOKENS = ColumnType(UINT, 64, 1, True)
@@ -67,10 +82,11 @@ class Column:
 @dataclass
 class SampledPrim:
     """What ``update_from_usd_time`` re-samples on one populated prim: its time-varying
-    properties, and whether its derived transform attributes follow the time."""
+    properties (with their names), and whether its derived transform attributes follow the
+    time."""
 
     prim: Any
-    properties: list[Any]
+    properties: list[tuple[Any, str]]
     transform: bool
 
 
@@ -81,13 +97,15 @@ class Batch:
         self.paths: list[str] = []
         self._index: dict[str, int] = {}
         self.columns: dict[tuple[str, ColumnType], Column] = {}
-        self._cells: set[tuple[int, str]] = set()
+        # name -> its columns (usually one): a lookup by name and identity first, since
+        # hashing a ColumnType costs more than comparing the few a name has
+        self._by_name: dict[str, list[Column]] = {}
         #: Prims to delete whole (gone from USD).
         self.deleted_prims: list[str] = []
         #: Attributes to delete, per prim (USD no longer has them).
         self.deleted_attributes: dict[str, list[str]] = {}
-        #: Attributes written per prim path (what population now owns there).
-        self.written: dict[str, set[str]] = {}
+        #: Columns written per prim path (what population now owns there).
+        self.written: dict[str, dict[str, ColumnType]] = {}
 
     def __len__(self) -> int:
         return sum(len(c.prims) for c in self.columns.values())
@@ -97,28 +115,44 @@ class Batch:
         if index is None:
             index = self._index[path] = len(self.paths)
             self.paths.append(path)
-            self.written[path] = set()
+            self.written[path] = {}
         return index
 
-    def add(self, path: str, cell: Cell) -> None:
-        """Add one cell of prim ``path`` (a second cell of the same name for the prim is
-        ignored: the first one read wins)."""
+    def _column(self, name: str, ctype: ColumnType) -> Column:
+        columns = self._by_name.get(name)
+        if columns is None:
+            columns = self._by_name[name] = []
+        for column in columns:
+            if column.ctype is ctype or column.ctype == ctype:
+                return column
+        column = Column(name, ctype)
+        columns.append(column)
+        self.columns[(name, ctype)] = column
+        return column
+
+    def add_all(self, path: str, cells: Iterable[Cell]) -> None:
+        """Add cells of prim ``path``; a cell whose name the prim already has in the batch is
+        ignored (the first one read wins)."""
         index = self.prim_index(path)
-        key = (index, cell.name)
-        if key in self._cells:
-            return
-        self._cells.add(key)
-        column = self.columns.get((cell.name, cell.ctype))
-        if column is None:
-            column = self.columns[(cell.name, cell.ctype)] = Column(cell.name, cell.ctype)
-        column.prims.append(index)
-        column.values.append(cell.value)
-        column.force = column.force or cell.force
-        self.written[path].add(cell.name)
+        written = self.written[path]
+        for cell in cells:
+            name = cell.name
+            if name in written:
+                continue
+            ctype = cell.ctype
+            written[name] = ctype
+            column = self._column(name, ctype)
+            column.prims.append(index)
+            column.values.append(cell.value)
+            if cell.force:
+                column.force = True
+
+    def add(self, path: str, cell: Cell) -> None:
+        """Add one cell of prim ``path`` (see :meth:`add_all`)."""
+        self.add_all(path, (cell,))
 
     def has_cell(self, path: str, name: str) -> bool:
-        index = self._index.get(path)
-        return index is not None and (index, name) in self._cells
+        return name in self.written.get(path, ())
 
     def attribute_names(self) -> set[str]:
         """Every attribute the batch writes or deletes."""
@@ -128,9 +162,16 @@ class Batch:
         return names
 
 
-def _builtin_cells(entry: PrimScope, domains: int, interner: Interner) -> list[Cell]:
+def _builtin_cells(
+    entry: PrimScope, domains: int, interner: Interner, cache: dict[Builtins, list[Cell]]
+) -> list[Cell]:
+    """The reserved-name cells of a prim; prims with the same names share them (the writer
+    only reads the values)."""
     builtins = builtins_of(entry, domains)
-    cells = []
+    found = cache.get(builtins)
+    if found is not None:
+        return found
+    cells = cache[builtins] = []
     if builtins.prim_type:
         cells.append(Cell(PRIM_TYPE, _TOKEN, np.array([interner.token(builtins.prim_type)], "u8")))
     cells.append(Cell(SCHEMAS, _TOKENS, _token_array(builtins.schemas, interner)))
@@ -143,49 +184,59 @@ def _token_array(names: Iterable[str], interner: Interner) -> np.ndarray[Any, An
 
 
 def _prim_cells(
-    entry: PrimScope, domains: int, time: Any, interner: Interner, world_matrix_done: set[str]
+    entry: PrimScope,
+    domains: int,
+    time: Any,
+    interner: Interner,
+    previous: Layout,
+    builtins: dict[Builtins, list[Cell]],
 ) -> list[Cell]:
-    """Every cell one prim of the scope gets."""
+    """Every cell one prim of the scope gets (``previous``: what the prim got before)."""
     prim = entry.prim
-    cells = _builtin_cells(entry, domains, interner)
+    cells = list(_builtin_cells(entry, domains, interner, builtins))
     if entry.type_metadata:
         cells.extend(map_metadata(prim, ("typeName",), "", interner))
     if entry.prim_metadata_paths:
         cells.extend(map_metadata(prim, entry.prim_metadata_paths, "", interner))
-    for prop in entry.properties:
-        cell = map_property(prop, time, interner)
-        if cell is not None:
-            cells.append(cell)
+    for prop, name in zip(entry.properties, entry.property_names, strict=True):
+        cells.extend(_property_cells(prop, name, time, interner, previous))
         if entry.property_metadata_paths:
-            prefix = f"{prop.GetName()}:"
-            cells.extend(map_metadata(prop, entry.property_metadata_paths, prefix, interner))
+            cells.extend(map_metadata(prop, entry.property_metadata_paths, f"{name}:", interner))
     if entry.derived_transform:
         transform = derived_transform_cells(prim, time)
         cells.extend(transform)
-        if entry.world_matrix and entry.path not in world_matrix_done:
+        if entry.world_matrix and WORLD_MATRIX not in previous:
             # Created once from the local transform; hierarchy computation owns it afterwards.
-            for cell in transform:
-                if cell.name == XFORM:
-                    matrix = ColumnType(
-                        cell.ctype.code,
-                        cell.ctype.bits,
-                        cell.ctype.lanes,
-                        False,
-                        AttributeSemantic.MATRIX,
-                    )
-                    cells.append(Cell(WORLD_MATRIX, matrix, cell.value))
+            cells.extend(world_matrix_cell(c) for c in transform if c.name == XFORM)
+    return cells
+
+
+def _property_cells(
+    prop: Any, name: str, time: Any, interner: Interner, previous: Layout
+) -> list[Cell]:
+    """The value cell of a property and, for a connected attribute, its connection cell."""
+    cells = []
+    cell = map_property(prop, time, interner, previous=previous.get(name))
+    if cell is not None:
+        cells.append(cell)
+    if type(prop) is Usd.Attribute and prop.HasAuthoredConnections():
+        connection = map_connection(prop, interner)
+        if connection is not None:
+            cells.append(connection)
     return cells
 
 
 def _sampled(entry: PrimScope) -> SampledPrim | None:
-    props = [p for p in entry.properties if is_time_varying(p)]
+    props = [
+        (p, n)
+        for p, n in zip(entry.properties, entry.property_names, strict=True)
+        if is_time_varying(p)
+    ]
     transform = entry.derived_transform and _transform_varies(entry.prim)
     return SampledPrim(entry.prim, props, transform) if props or transform else None
 
 
 def _transform_varies(prim: Any) -> bool:
-    from ._usd import UsdGeom
-
     xformable = UsdGeom.Xformable(prim)
     return bool(xformable) and xformable.TransformMightBeTimeVarying()
 
@@ -197,17 +248,19 @@ def read_scope(
     interner: Interner,
     *,
     batch: Batch | None = None,
-    world_matrix_done: set[str] | None = None,
+    previous: Previous = _no_previous,
     sampled: dict[str, SampledPrim] | None = None,
     progress: Progress | None = None,
     checkpoint: Callable[[], None] | None = None,
 ) -> Batch:
     """Read every prim of ``scope`` at ``time`` (a ``Usd.TimeCode``) into ``batch`` (a new one
-    by default). ``sampled`` receives each prim's time-varying part; ``progress`` is called
+    by default). ``previous`` gives what population wrote on a prim before (to replace a
+    column whose declared type changed, and to create the world matrix once). ``sampled``
+    receives each prim's time-varying part; ``progress`` is called
     now and then with ``(prims read, prims in scope)``, never with ``done == total`` (the
     caller reports that once the writes are done)."""
     batch = Batch() if batch is None else batch
-    done_matrices = world_matrix_done if world_matrix_done is not None else set()
+    builtins: dict[Builtins, list[Cell]] = {}
     total = len(scope.prims)
     step = max(1, total // 100)
     if scope.stage_metadata_paths:
@@ -220,9 +273,9 @@ def read_scope(
             if progress is not None and i:
                 progress(i, total)
         path = entry.path
-        batch.prim_index(path)
-        for cell in _prim_cells(entry, scope.domains, time, interner, done_matrices):
-            batch.add(path, cell)
+        batch.add_all(
+            path, _prim_cells(entry, scope.domains, time, interner, previous(path), builtins)
+        )
         if sampled is not None:
             found = _sampled(entry)
             if found is None:
@@ -238,6 +291,7 @@ def read_time_samples(
     interner: Interner,
     *,
     batch: Batch | None = None,
+    previous: Previous = _no_previous,
     checkpoint: Callable[[], None] | None = None,
 ) -> Batch:
     """Re-sample the time-varying part of populated prims at ``time``; prims already in
@@ -248,10 +302,11 @@ def read_time_samples(
             checkpoint()
         if not entry.prim.IsValid():
             continue  # gone from USD; the next apply_usd_changes removes it
-        for prop in entry.properties:
+        before = previous(path)
+        for prop, name in entry.properties:
             if not prop.IsValid():
                 continue
-            cell = map_property(prop, time, interner)
+            cell = map_property(prop, time, interner, previous=before.get(name))
             if cell is not None:
                 batch.add(path, cell)
         if entry.transform:

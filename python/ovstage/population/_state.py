@@ -21,7 +21,8 @@ from .._errors import ErrorCode, OvstageError
 from ._batch import WORLD_MATRIX, XFORM, Batch, SampledPrim, read_scope, read_time_samples
 from ._descs import Desc
 from ._interner import StageInterner
-from ._selection import instancing_table, resolve_scope
+from ._records import WrittenColumns
+from ._selection import InstancingTable, Scope, instancing_table, register_table, resolve_scope
 from ._source import Changes, ReferenceEdit, UsdSource, open_layer
 from ._stream import OpStream
 from ._writer import write_batch
@@ -69,12 +70,12 @@ class PopulationState:
         self.source: UsdSource | None = None
         self.descs: tuple[Desc, ...] = ()
         self.time = float("nan")
-        # What population wrote, per prim: in all, and from the current source (the part
-        # applying USD changes may remove again).
-        self.written: dict[str, set[str]] = {}
-        self.source_written: dict[str, set[str]] = {}
-        self.world_matrix_done: set[str] = set()
+        # What population wrote: in all (types, for FORCE and the world matrix), and from the
+        # current source (the part applying USD changes may remove again).
+        self.written = WrittenColumns()
+        self.source_written = WrittenColumns()
         self.sampled: dict[str, SampledPrim] = {}
+        self.instances: dict[str, str] = {}  # populated instance root -> prototype root
         stage._destroy_hooks.append(self.close)
 
     def close(self) -> None:
@@ -88,6 +89,9 @@ class PopulationState:
         """A new reference handle (reserved at enqueue)."""
         handle, self._next_handle = self._next_handle, self._next_handle + 1
         return handle
+
+    def issued_handle(self, handle: int) -> bool:
+        return 0 < handle < self._next_handle
 
     @property
     def domains(self) -> int:
@@ -111,31 +115,52 @@ class PopulationState:
             )
         return self.source
 
-    def _commit(self, batch: Batch) -> None:
-        """Record what a successful write put on the stage."""
+    def _write(self, stage: Stage, interner: StageInterner, batch: Batch, ordinal: int) -> None:
+        write_batch(stage, interner, batch, ordinal, self.stream.check_running)
+
+    def _commit(self, batch: Batch, scopes: list[Scope]) -> None:
+        """Record what a successful write put on the stage, and the instance roots of the
+        scopes it read."""
         for path in batch.deleted_prims:
-            self.written.pop(path, None)
-            self.source_written.pop(path, None)
-            self.world_matrix_done.discard(path)
+            self.written.remove(path)
+            self.source_written.remove(path)
             self.sampled.pop(path, None)
+            self.instances.pop(path, None)
         for path, names in batch.deleted_attributes.items():
-            for record in (self.written, self.source_written):
-                record.get(path, set()).difference_update(names)
-            if WORLD_MATRIX in names:
-                self.world_matrix_done.discard(path)
-        for path, names in batch.written.items():
-            self.written.setdefault(path, set()).update(names)
-            self.source_written.setdefault(path, set()).update(names)
-        for (name, _), column in batch.columns.items():
-            if name == WORLD_MATRIX:
-                self.world_matrix_done.update(batch.paths[i] for i in column.prims)
+            self.written.remove(path, names)
+            self.source_written.remove(path, names)
+        for path, columns in batch.written.items():
+            self.written.update(path, columns)
+            self.source_written.update(path, columns)
+        stage = self._stage()
+        for scope in scopes:
+            for entry in scope.prims:
+                self.instances.pop(entry.path, None)
+            self.instances.update(instancing_table(None, scope).prototype_of)
+        if stage is not None:
+            register_table(stage, InstancingTable(dict(self.instances)))
 
-    def _register_instancing(self, stage: Stage, source: UsdSource) -> None:
-        from .. import instancing
-
-        register = getattr(instancing, "register_table", None)
-        if register is not None:
-            register(stage, instancing_table(source.usd))
+    def _read(
+        self,
+        scope: Scope,
+        source: UsdSource,
+        seconds: float,
+        interner: StageInterner,
+        batch: Batch,
+        sampled: dict[str, SampledPrim],
+        progress: Progress | None = None,
+    ) -> None:
+        read_scope(
+            scope,
+            source.usd,
+            source.time_code(seconds),
+            interner,
+            batch=batch,
+            previous=self.written.get,
+            sampled=sampled,
+            progress=progress,
+            checkpoint=self.stream.check_running,
+        )
 
     def _populate(
         self,
@@ -146,7 +171,7 @@ class PopulationState:
         seconds: float,
         what: str,
         progress: Progress | None,
-    ) -> tuple[Batch, dict[str, SampledPrim]]:
+    ) -> tuple[Batch, Scope, dict[str, SampledPrim]]:
         """Read the whole scope of ``descs`` from ``source`` and write it (merging)."""
         started = _time.perf_counter()
         interner = StageInterner(stage)
@@ -154,30 +179,25 @@ class PopulationState:
         self.stream.check_running()
         total = len(scope.prims)
         _log.info("%s: populating %d prims at ordinal %d", what, total, ordinal)
+        batch = Batch()
         sampled: dict[str, SampledPrim] = {}
-        batch = read_scope(
-            scope,
-            source.usd,
-            source.time_code(seconds),
-            interner,
-            world_matrix_done=self.world_matrix_done,
-            sampled=sampled,
-            progress=progress,
-            checkpoint=self.stream.check_running,
-        )
-        write_batch(stage, interner, batch, ordinal, what, self.stream.check_running)
+        self._read(scope, source, seconds, interner, batch, sampled, progress)
+        read_done = _time.perf_counter()
+        self._write(stage, interner, batch, ordinal)
         if progress is not None:
             progress(total, total)
         _log.info(
-            "%s: wrote %d columns (%d values) on %d prims at ordinal %d in %.3f s",
+            "%s: wrote %d columns (%d values) on %d prims at ordinal %d in %.3f s "
+            "(reading USD %.3f s)",
             what,
             len(batch.columns),
             len(batch),
             len(batch.paths),
             ordinal,
             _time.perf_counter() - started,
+            read_done - started,
         )
-        return batch, sampled
+        return batch, scope, sampled
 
     # -- op bodies (run on the worker) ---------------------------------------------------
 
@@ -199,7 +219,9 @@ class PopulationState:
             root_layer = open_layer(path, "path")
         source = UsdSource.open(root_layer)
         try:
-            batch, sampled = self._populate(stage, source, descs, ordinal, seconds, what, progress)
+            batch, scope, sampled = self._populate(
+                stage, source, descs, ordinal, seconds, what, progress
+            )
         except BaseException:
             source.close()
             raise
@@ -208,9 +230,8 @@ class PopulationState:
         source.take_changes()  # the open itself is no change to apply later
         self.source, self.descs, self.time = source, descs, seconds
         self.sampled = sampled
-        self.source_written = {}
-        self._commit(batch)
-        self._register_instancing(stage, source)
+        self.source_written = WrittenColumns()
+        self._commit(batch, [scope])
 
     def run_repopulate(
         self,
@@ -223,39 +244,32 @@ class PopulationState:
         """Populate the loaded source again with new descs, which become the scope."""
         stage = self._live_stage()
         source = self._require_source()
-        batch, sampled = self._populate(stage, source, descs, ordinal, seconds, what, progress)
+        batch, scope, sampled = self._populate(
+            stage, source, descs, ordinal, seconds, what, progress
+        )
         self.descs, self.time, self.sampled = descs, seconds, sampled
-        self._commit(batch)
-        self._register_instancing(stage, source)
+        self._commit(batch, [scope])
 
     def _changes_batch(
         self, source: UsdSource, changes: Changes, interner: StageInterner, seconds: float
-    ) -> tuple[Batch, dict[str, SampledPrim]]:
+    ) -> tuple[Batch, list[Scope], dict[str, SampledPrim]]:
         """The republication of ``changes``: every selected attribute of each republished
         prim, and the removal of what this source populated that USD no longer has."""
         roots = _republish_roots(changes)
+        usd = source.usd
         batch = Batch()
+        scopes: list[Scope] = []
         sampled: dict[str, SampledPrim] = {}
-        time_code = source.time_code(seconds)
         for root, subtree in roots:
-            if not source.usd.GetPrimAtPath(root).IsValid():
+            if not usd.GetPrimAtPath(root).IsValid():
                 continue
-            scope = resolve_scope(source.usd, self.descs, root)
+            scope = resolve_scope(usd, self.descs, root)
             if not subtree:
                 scope.prims = [e for e in scope.prims if e.path == root]
             if root != "/":
                 scope.stage_metadata_paths = ()
-            read_scope(
-                scope,
-                source.usd,
-                time_code,
-                interner,
-                batch=batch,
-                world_matrix_done=self.world_matrix_done,
-                sampled=sampled,
-                checkpoint=self.stream.check_running,
-            )
-        usd = source.usd
+            scopes.append(scope)
+            self._read(scope, source, seconds, interner, batch, sampled)
         for root, subtree in roots:
             for path in self.source_written:
                 if path == "/" or path in batch.written or not _under(path, root):
@@ -263,14 +277,21 @@ class PopulationState:
                 if (subtree or path == root) and not usd.GetPrimAtPath(path).IsValid():
                     batch.deleted_prims.append(path)
         batch.deleted_prims = sorted(set(batch.deleted_prims))
-        for path, names in batch.written.items():
-            old = self.source_written.get(path, set())
-            gone = old - names - {WORLD_MATRIX}
-            if WORLD_MATRIX in old and XFORM not in names:
+        for path, columns in batch.written.items():
+            old = self.source_written.get(path)
+            gone = {n for n in old if n not in columns and n != WORLD_MATRIX}
+            if WORLD_MATRIX in old and XFORM not in columns:
                 gone.add(WORLD_MATRIX)  # no longer xformable
             if gone:
                 batch.deleted_attributes[path] = sorted(gone)
-        return batch, sampled
+        return batch, scopes, sampled
+
+    def _keep_sampled(self, batch: Batch, sampled: dict[str, SampledPrim]) -> None:
+        """Replace the time-varying part of the prims a change republished."""
+        for path in batch.paths:
+            if path not in sampled:
+                self.sampled.pop(path, None)
+        self.sampled.update(sampled)
 
     def run_apply_changes(self, ordinal: int, what: str) -> None:
         """Publish the USD edits made since the last apply (a no-op when there are none)."""
@@ -281,14 +302,13 @@ class PopulationState:
             return
         try:
             interner = StageInterner(stage)
-            batch, sampled = self._changes_batch(source, changes, interner, self.time)
-            write_batch(stage, interner, batch, ordinal, what, self.stream.check_running)
+            batch, scopes, sampled = self._changes_batch(source, changes, interner, self.time)
+            self._write(stage, interner, batch, ordinal)
         except BaseException:
             source.restore_changes(changes)
             raise
-        self._apply_sampled(batch, sampled)
-        self._commit(batch)
-        self._register_instancing(stage, source)
+        self._keep_sampled(batch, sampled)
+        self._commit(batch, scopes)
         _log.info(
             "%s: republished %d prims, removed %d at ordinal %d",
             what,
@@ -296,12 +316,6 @@ class PopulationState:
             len(batch.deleted_prims),
             ordinal,
         )
-
-    def _apply_sampled(self, batch: Batch, sampled: dict[str, SampledPrim]) -> None:
-        for path in batch.paths:
-            if path not in sampled:
-                self.sampled.pop(path, None)
-        self.sampled.update(sampled)
 
     def run_apply_time(self, ordinal: int, seconds: float, what: str) -> None:
         """Re-sample every time-varying property in scope at ``seconds`` (RENDERING: publish
@@ -311,31 +325,31 @@ class PopulationState:
         interner = StageInterner(stage)
         changes = Changes()
         batch = Batch()
+        scopes: list[Scope] = []
         sampled: dict[str, SampledPrim] = {}
         if self.domains & PopulationDomain.RENDERING:
             changes = source.take_changes()
         try:
             if changes:
-                batch, sampled = self._changes_batch(source, changes, interner, seconds)
-            pending = dict(self.sampled)
-            for path in batch.deleted_prims:
-                pending.pop(path, None)
+                batch, scopes, sampled = self._changes_batch(source, changes, interner, seconds)
+            pending = {p: e for p, e in self.sampled.items() if p not in batch.deleted_prims}
             read_time_samples(
                 pending,
                 source.time_code(seconds),
                 interner,
                 batch=batch,
+                previous=self.written.get,
                 checkpoint=self.stream.check_running,
             )
-            write_batch(stage, interner, batch, ordinal, what, self.stream.check_running)
+            self._write(stage, interner, batch, ordinal)
         except BaseException:
             if changes:
                 source.restore_changes(changes)
             raise
         self.time = seconds
         if changes:
-            self._apply_sampled(batch, sampled)
-        self._commit(batch)
+            self._keep_sampled(batch, sampled)
+        self._commit(batch, scopes)
 
     def run_add_reference(
         self, handle: int, layer: Any, path: str | None, target: Any, what: str
@@ -371,7 +385,7 @@ class PopulationState:
         self.source.mark_everything_changed()
         self.sampled = {}
         # Everything populated came from USD, which is empty now: the next apply removes it.
-        self.source_written = {path: set(names) for path, names in self.written.items()}
+        self.source_written = self.written.copy()
 
 
 def _under(path: str, root: str) -> bool:

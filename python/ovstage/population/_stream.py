@@ -119,7 +119,7 @@ class OpStream:
                 payload = job.run()
             except OvstageError as exc:
                 outcome = (exc.code, f"{job.name}: {exc.message}" if exc.message else job.name)
-            except Exception as exc:  # an op never takes the worker down; it fails instead
+            except BaseException as exc:  # even SystemExit: the op fails, the worker goes on
                 outcome = (ErrorCode.OP_FAILED, f"{job.name}: {type(exc).__name__}: {exc}")
             if outcome is not None:
                 _log.warning("population op %d failed: %s", job.op_id, outcome[1])
@@ -177,6 +177,13 @@ class OpStream:
             )
         deadline = None if timeout_ns == TIMEOUT_INFINITE else time.monotonic() + timeout_ns / 1e9
         with self._cond:
+            if self._finished_upto < op_id and threading.current_thread() is self._thread:
+                # The worker would wait for itself (a progress callback waiting an op).
+                raise OvstageError(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"population op {op_id} cannot be waited on the stage's population worker "
+                    "(from a progress callback): it runs after the op in progress",
+                )
             while self._finished_upto < op_id:
                 left = _WAIT_SLICE_S
                 if deadline is not None:

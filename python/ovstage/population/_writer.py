@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["check_floors", "write_batch"]
 
 
-def check_floors(stage: Stage, names: set[str], ordinal: int, what: str) -> None:
+def check_floors(stage: Stage, names: set[str], ordinal: int) -> None:
     """OvstageError(WRITE_FLOOR_VIOLATION) when ``ordinal`` is at or below the write floor of
     an attribute in ``names`` (the floor advances enqueued so far included)."""
     for name in sorted(names):
@@ -39,7 +39,7 @@ def check_floors(stage: Stage, names: set[str], ordinal: int, what: str) -> None
         if ordinal <= floor:
             raise OvstageError(
                 ErrorCode.WRITE_FLOOR_VIOLATION,
-                f"{what}: ordinal {ordinal} is at or below the write floor {floor} of attribute "
+                f"ordinal {ordinal} is at or below the write floor {floor} of attribute "
                 f"{name!r}; nothing was written",
             )
 
@@ -128,12 +128,11 @@ def write_batch(
     interner: StageInterner,
     batch: Batch,
     ordinal: int,
-    what: str,
     checkpoint: Callable[[], None] | None = None,
 ) -> None:
     """Write ``batch`` at ``ordinal``: deletions first, then every column; raise the first
     failure once every op it enqueued has finished."""
-    check_floors(stage, batch.attribute_names(), ordinal, what)
+    check_floors(stage, batch.attribute_names(), ordinal)
     if checkpoint is not None:
         checkpoint()
     submitted = _Submitted(stage, interner)
@@ -159,4 +158,4 @@ def write_batch(
     finally:
         failure = submitted.finish()
     if failure is not None:
-        raise OvstageError(failure.code, f"{what}: writing at ordinal {ordinal}: {failure.message}")
+        raise OvstageError(failure.code, f"writing at ordinal {ordinal}: {failure.message}")
