@@ -107,7 +107,9 @@ test: install libovstage
 
 # bench_async.py also runs the Go enqueue benchmark (go test -bench) and prints every target;
 # bench_c_api.py prints the C API's figures (tests/bench/bench_c.c) beside the Python ones;
-# bench_scaling.py the figures whose cost must grow with the work, not the stage. run_all.py
+# bench_population.py populates a generated 100k-prim USD scene (OVSTAGE_BENCH_POPULATION_PRIMS
+# to change) against usd-core reading the same attributes.
+# bench_scaling.py measures the figures whose cost must grow with the work, not the stage. run_all.py
 # runs them all and prints one table of every figure, its limit and the verdict.
 bench: install libovstage
 	$(PYTHON) tests/bench/run_all.py

@@ -24,8 +24,16 @@ SCRIPTS = [
     "bench_typed_reads.py",
     "bench_scaling.py",
     "bench_history.py",
+    "bench_population.py",
 ]
-QUICK = {"bench_async.py", "bench_c_api.py", "bench_typed_reads.py", "bench_scaling.py"}
+QUICK = {
+    "bench_async.py",
+    "bench_c_api.py",
+    "bench_typed_reads.py",
+    "bench_scaling.py",
+    "bench_history.py",
+    "bench_population.py",
+}
 
 
 def run(script: str, quick: bool) -> tuple[list[tuple[str, ...]], int]:

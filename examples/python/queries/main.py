@@ -1,49 +1,25 @@
-"""Filter queries over client-authored prims: prim types, applied schemas, hierarchy, values.
+"""Filter queries over a populated USD scene: prim types, applied schemas, hierarchy, values.
 
-The client writes the reserved attributes itself: ``usd-prim-type`` holds one token id per
-prim, ``usd-schemas`` an array of token ids. ``usd-path``, ``usd-parent`` and ``usd-children``
-are derived by the stage from the prims it holds. A query is evaluated against committed state
-(no sealing needed) and its handle is usable at once by reads and writes; the order of the
-matched prims is the stage's own, so this example sorts what it prints.
+``scene.usda`` (beside this file) is a small robot cell. ``population.open_usd`` writes its
+prims into the stage at ordinal 1: ``usd-prim-type`` (one token id per typed prim) and
+``usd-schemas`` (the applied API schemas, on every populated prim) are recorded columns;
+``usd-path``, ``usd-parent`` and ``usd-children`` are derived by the stage from the prims it
+holds. A query is evaluated against committed state (no sealing needed) and its handle is
+usable at once by reads and writes; the order of the matched prims is the stage's own, so this
+example sorts what it prints. (examples/python/usd-to-ovstage writes the same reserved names
+from the application's own traversal instead.)
+
+Needs usd-core (``pip install 'ovstage-go[usd]'``).
 """
+
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import ovstage
-from ovstage import Filter, FilterOp, Predicate
+from ovstage import Filter, FilterOp, PopulationDomain, Predicate, population
 
-# path: (prim type, applied API schemas, mass or None)
-SCENE = {
-    "/World": ("Xform", [], None),
-    "/World/Robot": ("Xform", ["PhysicsArticulationRootAPI"], None),
-    "/World/Robot/Base": ("Mesh", ["PhysicsRigidBodyAPI", "PhysicsCollisionAPI"], 12.5),
-    "/World/Robot/Arm": ("Mesh", ["PhysicsRigidBodyAPI"], 3.0),
-    "/World/Robot/Arm/Gripper": ("Mesh", ["PhysicsRigidBodyAPI", "PhysicsCollisionAPI"], 0.75),
-    "/World/Table": ("Mesh", ["PhysicsCollisionAPI"], None),
-    "/World/Light": ("SphereLight", [], None),
-    "/Worldwide": ("Xform", [], None),
-}
-
-
-def author_scene(stage: ovstage.Stage, paths: ovstage.PathDictionary) -> None:
-    """Write usd-prim-type and usd-schemas on every prim, mass on the rigid bodies (ordinal 1)."""
-    with (
-        paths.create_path_list_from_strings(list(SCENE)) as prims,
-        stage.query_from_path_list(prims) as everything,
-    ):
-        types = np.array([paths.intern_token(t) for t, _, _ in SCENE.values()], dtype=np.uint64)
-        schemas = [
-            np.array([paths.intern_token(s) for s in applied], dtype=np.uint64)
-            for _, applied, _ in SCENE.values()
-        ]
-        stage.write_attribute(everything, "usd-prim-type", 1, types, is_array=False).wait()
-        stage.write_attribute(everything, "usd-schemas", 1, schemas, is_array=True).wait()
-    bodies = {path: mass for path, (_, _, mass) in SCENE.items() if mass is not None}
-    with (
-        paths.create_path_list_from_strings(list(bodies)) as prims,
-        stage.query_from_path_list(prims) as rigid,
-    ):
-        masses = np.array(list(bodies.values()), dtype=np.float32)
-        stage.write_attribute(rigid, "mass", 1, masses, is_array=False).wait()
+SCENE = Path(__file__).resolve().with_name("scene.usda")
 
 
 def read_by_path(
@@ -83,9 +59,10 @@ def show(stage: ovstage.Stage, filter: Filter) -> None:
 def main() -> None:
     with ovstage.Stage("queries") as stage:
         paths = ovstage.PathDictionary(stage)
-        author_scene(stage, paths)
+        # RENDERING brings the meshes and the light, PHYSICS the bodies with their mass.
+        population.open_usd(stage, str(SCENE), 1, domains=PopulationDomain.ALL)
 
-        # Queries see committed state: the writes above are not sealed yet.
+        # Queries see committed state: the population is not sealed yet.
         meshes = Filter([Predicate("usd-prim-type", FilterOp.IN, ["Mesh"])])
         with stage.query(meshes) as query:
             print(f"before sealing: {query.result().total_prim_count} Mesh prims")
@@ -93,16 +70,18 @@ def main() -> None:
 
         # Attribute discovery: what the matched prims carry (derived built-ins are not listed).
         with stage.query() as query:
-            result = query.result()
-            names = sorted(paths.token_to_string(t) for t in result.attributes)
-            print(f"{result.total_prim_count} prims carry {', '.join(names)}")
+            print(f"{query.result().total_prim_count} prims populated")
         table = Filter([Predicate("usd-path", FilterOp.IN, ["/World/Table"])])
         with stage.query(table) as query:
             names = sorted(paths.token_to_string(t) for t in query.result().attributes)
-            print(f"/World/Table carries {', '.join(names)}")
-        with stage.query(None, attrs=["mass"]) as query:
+            # RENDERING publishes the Mesh schema's fallbacks too; PHYSICS adds the collider's
+            # physics:collisionEnabled and usd-metadata:typeName; omni:* is the transform.
+            print(f"/World/Table carries {len(names)} attributes:")
+            for line in textwrap.wrap(", ".join(names), 96):
+                print(f"  {line}")
+        with stage.query(None, attrs=["physics:mass"]) as query:
             names = [paths.token_to_string(t) for t in query.result().attributes]
-            print(f"discovery scoped to [mass]: {', '.join(names)}")
+            print(f"discovery scoped to [physics:mass]: {', '.join(names)}")
 
         show(stage, meshes)
         # PREFIX is a byte prefix: "/World" also matches "/Worldwide"; "/World/" means under.
@@ -114,7 +93,11 @@ def main() -> None:
             Filter([Predicate("usd-children", FilterOp.CONTAINS, ["/World/Robot/Arm/Gripper"])]),
         )
         show(stage, Filter([Predicate("usd-schemas", FilterOp.CONTAINS, ["PhysicsRigidBodyAPI"])]))
-        show(stage, Filter([Predicate("mass", FilterOp.HAS)]))
+        # A multiple-apply schema instance (CollectionAPI:lightLink) also lists its family.
+        show(stage, Filter([Predicate("usd-schemas", FilterOp.CONTAINS, ["CollectionAPI"])]))
+        # usd-ancestor-types: the types a prim's type derives from (its own excluded).
+        show(stage, Filter([Predicate("usd-ancestor-types", FilterOp.CONTAINS, ["Boundable"])]))
+        show(stage, Filter([Predicate("physics:mass", FilterOp.HAS)]))
         # Predicates are ANDed; the values of one predicate are alternatives (OR).
         show(
             stage,
@@ -128,9 +111,9 @@ def main() -> None:
         show(stage, Filter([Predicate("usd-prim-type", FilterOp.IN, ["SphereLight", "Xform"])]))
 
         # Beyond the reference: numeric comparisons on user attributes (values are strings).
-        heavy = Filter([Predicate("mass", FilterOp.GT, ["1"])])
+        heavy = Filter([Predicate("physics:mass", FilterOp.GT, ["1"])])
         with stage.query(heavy) as query:
-            masses = read_by_path(stage, query, "mass", 1)
+            masses = read_by_path(stage, query, "physics:mass", 1)
         listed = " ".join(f"{path}={mass}" for path, mass in sorted(masses.items()))
         print(f"{describe(heavy)}: {listed}")
 

@@ -4,7 +4,8 @@ consumer that asks "what changed since my cursor?".
 Ordinals are opaque ordering keys chosen by the application; ovstage never mints them and knows
 nothing about time. This program steps a 30 Hz simulation, keeps its own table from ordinal to
 simulation time, seals data with write floors, and reads changes with
-``OrdinalRange.between(last_seen + 1, floor)``.
+``OrdinalRange.between(last_seen + 1, floor)``. ``usd_time_samples.py`` beside this file does
+the same with the time samples of a USD scene (``population.update_from_usd_time``).
 """
 
 from __future__ import annotations
