@@ -327,7 +327,10 @@ def _read(
         else:
             array = np.array([*value.GetImaginary(), value.GetReal()], dtype=dtype)
     elif reader in (_TOKEN, _STRING):
-        array = _ids([value] if not is_array else value, interner)
+        if is_array:
+            array = _ids(value, interner)
+        else:  # one string: skip the dedup machinery
+            array = np.array([interner.token(value) if value else 0], dtype=np.uint64)
     elif reader == _EXPRESSION:
         texts = [value.GetText()] if not is_array else [e.GetText() for e in value]
         array = _ids(texts, interner)
