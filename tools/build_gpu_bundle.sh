@@ -67,7 +67,9 @@ if [ ! -x "$VENV/bin/python" ]; then
 	"$PY" -m venv "$VENV"
 fi
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check setuptools wheel pybindgen==0.22.1
-rm -rf build/gpu-bundle-wheel
+# setuptools copies the package into build/lib.*; a module since moved or removed would
+# linger there and ride along in the wheel
+rm -rf build/gpu-bundle-wheel build/lib.* build/bdist.*
 "$VENV/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation \
 	-w build/gpu-bundle-wheel .
 "$VENV/bin/python" - "$BUNDLE/site" build/gpu-bundle-wheel/*.whl <<'PYEOF'
