@@ -52,6 +52,12 @@ type versions struct {
 	// image was dropped (a read before it would need that image).
 	frontier uint64
 	bytes    int64
+	// seen and runs are scratch space of captureLocked, reused seal after seal (a seal of
+	// 10k scattered rows needs a row set the size of the column and 10k copy runs; allocating
+	// them each time made the garbage collector a large part of a windowed producer's cost).
+	// Under the column's lock; seen is all zero between captures.
+	seen rowSet
+	runs []Run
 }
 
 // SetVersionWindow sets how many ordinals behind its floor the column serves snapshots at
@@ -144,14 +150,24 @@ func (c *Column) addImage(im *priorImage) {
 
 // changedRows is the union of the rows of run, in first-seen order.
 func (c *Column) changedRows(run []*Delta) []int32 {
-	seen := newRowSet(c.rows.len())
-	var rows []int32
+	total := 0
+	for _, d := range run {
+		total += len(d.Rows)
+	}
+	if n := (c.rows.len() + 63) / 64; len(c.ver.seen) < n {
+		c.ver.seen = make(rowSet, n)
+	}
+	seen := c.ver.seen
+	rows := make([]int32, 0, total) // the image keeps it
 	for _, d := range run {
 		for _, r := range d.Rows {
 			if seen.add(r) {
 				rows = append(rows, r)
 			}
 		}
+	}
+	for _, r := range rows {
+		seen[int(r)>>6] = 0 // leave the scratch set empty for the next capture
 	}
 	return rows
 }
@@ -205,7 +221,7 @@ func (c *Column) captureLocked(run []*Delta) error {
 	if err != nil {
 		return err
 	}
-	runs := make([]Run, 0, 1)
+	runs := c.ver.runs[:0]
 	for i, r := range im.rows {
 		if int(r) >= c.sealedRows {
 			continue // no sealed bytes yet (a row created above the floor)
@@ -217,6 +233,7 @@ func (c *Column) captureLocked(run []*Delta) error {
 		}
 		runs = append(runs, Run{Dst: dst, Src: src, Len: rb})
 	}
+	c.ver.runs = runs[:0]
 	if err := c.store.Copy(buf, c.sealed, runs); err != nil {
 		buf.Release()
 		return err
