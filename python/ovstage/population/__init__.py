@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import operator
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -48,6 +47,7 @@ from ._descs import (
     PropertyPredicate,
     PropertyPredicateKind,
     Selector,
+    as_domains,
     normalize_descs,
     validate_paths,
 )
@@ -207,20 +207,6 @@ def _time(time: object, what: str) -> float:
         ) from None
 
 
-def _domains(domains: object, what: str) -> int:
-    if isinstance(domains, bool):
-        raise TypeError(f"{what}: domains must be a PopulationDomain or int, got bool")
-    try:
-        value = operator.index(domains)  # type: ignore[arg-type]
-    except TypeError:
-        raise TypeError(
-            f"{what}: domains must be a PopulationDomain or int, got {type(domains).__name__}"
-        ) from None
-    if not 0 <= value < 1 << 32:
-        raise ValueError(f"{what}: domains must fit in uint32, got {value}")
-    return value
-
-
 def _descs(descs: object, what: str) -> tuple[Desc, ...]:
     """One Desc or a sequence of them (TypeError), with usable path arguments
     (OvstageError(INVALID_ARGUMENT) naming the desc and selector)."""
@@ -308,11 +294,7 @@ def _open_async(
     def check() -> tuple[Any, str | None, int, float, tuple[Desc, ...], Progress | None]:
         _live_stage(stage, what)
         seconds = _time(time, what)
-        chosen = (
-            descs
-            if descs is not None
-            else (Desc(domains=PopulationDomain(_domains(domains, what))),)
-        )
+        chosen = descs if descs is not None else (Desc(domains=as_domains(domains, what)),)
         callback = _progress(progress, what)
         layer, file = None, None
         if usda is not None:

@@ -13,6 +13,7 @@ for a prim ``HAS_PROPERTY``, ``nested`` (one property predicate). The other slot
 from __future__ import annotations
 
 import enum
+import operator
 from collections.abc import Iterable
 from typing import Any, NoReturn, TypeVar
 
@@ -448,17 +449,21 @@ class Selector(_Frozen):
         )
 
 
-_UINT32_LIMIT = 1 << 32
-
-
-def _domains(value: Any) -> PopulationDomain | int:
-    """``value`` as a uint32 domain bitmask (unknown bits kept)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"Desc domains: expected a PopulationDomain or int, got {value!r}")
-    if not 0 <= value < _UINT32_LIMIT:
-        raise ValueError(f"Desc domains: {value} is not a uint32 bitmask")
-    known = int(value) & int(PopulationDomain.ALL)
-    return PopulationDomain(known) if known == value else int(value)
+def as_domains(value: object, what: str = "Desc") -> PopulationDomain | int:
+    """``value`` as a uint32 domain bitmask: a ``PopulationDomain`` when every bit is known,
+    else the int (unknown bits pass through). TypeError / ValueError name ``what``."""
+    if isinstance(value, bool):
+        raise TypeError(f"{what}: domains must be a PopulationDomain or int, got bool")
+    try:
+        number = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(
+            f"{what}: domains must be a PopulationDomain or int, got {type(value).__name__}"
+        ) from None
+    if not 0 <= number < 1 << 32:
+        raise ValueError(f"{what}: domains must fit in uint32, got {number}")
+    known = number & int(PopulationDomain.ALL)
+    return PopulationDomain(known) if known == number else number
 
 
 class Desc(_Frozen):
@@ -491,7 +496,7 @@ class Desc(_Frozen):
             if not isinstance(item, Selector):
                 raise TypeError(f"Desc selectors: expected Selector, got {type(item).__name__}")
         self._init(
-            domains=_domains(domains),
+            domains=as_domains(domains),
             selectors=items,
             stage_metadata_paths=_strings(
                 "Desc stage_metadata_paths", stage_metadata_paths, at_least_one=False

@@ -54,6 +54,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .._enums import AttributeSemantic
+from .._errors import ErrorCode, OvstageError, OvxError
 from ._usd import Sdf, Usd, UsdGeom
 
 # DLPack type codes.
@@ -92,26 +93,40 @@ class Interner(Protocol):
 
 
 class DictionaryInterner:
-    """An :class:`Interner` over an ``ovstage.PathDictionary``, remembering ids it handed out.
+    """An :class:`Interner` over an ``ovstage.PathDictionary``, remembering ids it handed out,
+    so each distinct string costs one native call.
 
-    The dictionary refuses empty strings; the empty token is id 0 here without asking it.
+    The dictionary refuses empty strings; the empty token is id 0 here without asking it. A
+    string the dictionary refuses raises OvstageError(INVALID_ARGUMENT) naming it.
     """
 
     def __init__(self, dictionary: Any) -> None:
-        self._dictionary = dictionary
+        self.dictionary = dictionary
         self._tokens: dict[str, int] = {"": 0}
         self._paths: dict[str, int] = {}
 
     def token(self, text: str) -> int:
         found = self._tokens.get(text)
         if found is None:
-            found = self._tokens[text] = int(self._dictionary.intern_token(text))
+            try:
+                found = int(self.dictionary.intern_token(text))
+            except OvxError as exc:
+                raise OvstageError(
+                    ErrorCode.INVALID_ARGUMENT, f"token {text!r}: {exc.message}"
+                ) from None
+            self._tokens[text] = found
         return found
 
     def path(self, path: str) -> int:
         found = self._paths.get(path)
         if found is None:
-            found = self._paths[path] = int(self._dictionary.intern_path(path))
+            try:
+                found = int(self.dictionary.intern_path(path))
+            except OvxError as exc:
+                raise OvstageError(
+                    ErrorCode.INVALID_ARGUMENT, f"path {path!r}: {exc.message}"
+                ) from None
+            self._paths[path] = found
         return found
 
 

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from .._enums import PopulationDomain
 from .._errors import ErrorCode, OvstageError
+from .._pathdict import PathDictionary
 from ._batch import WORLD_MATRIX, XFORM, Batch, SampledPrim, read_scope, read_time_samples
 from ._descs import Desc
-from ._interner import StageInterner
+from ._mapping import DictionaryInterner
 from ._records import WrittenColumns
 from ._selection import InstancingTable, Scope, instancing_table, register_table, resolve_scope
 from ._source import Changes, ReferenceEdit, UsdSource, open_layer
@@ -55,6 +56,11 @@ def state_of(stage: Stage) -> PopulationState:
         if state is None:
             state = _states[stage] = PopulationState(stage)
         return state
+
+
+def _interner(stage: Stage) -> DictionaryInterner:
+    """The token and path ids of ``stage``'s dictionary, cached for one op."""
+    return DictionaryInterner(PathDictionary(stage))
 
 
 class PopulationState:
@@ -115,7 +121,9 @@ class PopulationState:
             )
         return self.source
 
-    def _write(self, stage: Stage, interner: StageInterner, batch: Batch, ordinal: int) -> None:
+    def _write(
+        self, stage: Stage, interner: DictionaryInterner, batch: Batch, ordinal: int
+    ) -> None:
         write_batch(stage, interner, batch, ordinal, self.stream.check_running)
 
     def _commit(self, batch: Batch, scopes: list[Scope]) -> None:
@@ -145,7 +153,7 @@ class PopulationState:
         scope: Scope,
         source: UsdSource,
         seconds: float,
-        interner: StageInterner,
+        interner: DictionaryInterner,
         batch: Batch,
         sampled: dict[str, SampledPrim],
         progress: Progress | None = None,
@@ -174,7 +182,7 @@ class PopulationState:
     ) -> tuple[Batch, Scope, dict[str, SampledPrim]]:
         """Read the whole scope of ``descs`` from ``source`` and write it (merging)."""
         started = _time.perf_counter()
-        interner = StageInterner(stage)
+        interner = _interner(stage)
         scope = resolve_scope(source.usd, descs)
         self.stream.check_running()
         total = len(scope.prims)
@@ -251,7 +259,7 @@ class PopulationState:
         self._commit(batch, [scope])
 
     def _changes_batch(
-        self, source: UsdSource, changes: Changes, interner: StageInterner, seconds: float
+        self, source: UsdSource, changes: Changes, interner: DictionaryInterner, seconds: float
     ) -> tuple[Batch, list[Scope], dict[str, SampledPrim]]:
         """The republication of ``changes``: every selected attribute of each republished
         prim, and the removal of what this source populated that USD no longer has."""
@@ -303,7 +311,7 @@ class PopulationState:
         if not changes:
             return
         try:
-            interner = StageInterner(stage)
+            interner = _interner(stage)
             batch, scopes, sampled = self._changes_batch(source, changes, interner, self.time)
             self._write(stage, interner, batch, ordinal)
         except BaseException:
@@ -324,7 +332,7 @@ class PopulationState:
         pending USD edits in the same write)."""
         stage = self._live_stage()
         source = self._require_source()
-        interner = StageInterner(stage)
+        interner = _interner(stage)
         changes = Changes()
         batch = Batch()
         scopes: list[Scope] = []

@@ -21,7 +21,7 @@ from .._enums import AttributeMode
 from .._errors import ErrorCode, OvstageError
 from .._stage import WriteDesc
 from ._batch import Batch, Column
-from ._interner import StageInterner
+from ._mapping import DictionaryInterner
 
 if TYPE_CHECKING:
     from .._ops import Operation
@@ -89,7 +89,7 @@ def _write_desc(column: Column) -> WriteDesc:
 class _Submitted:
     """The ops a batch enqueued and the handles they use, released once they finished."""
 
-    def __init__(self, stage: Stage, interner: StageInterner) -> None:
+    def __init__(self, stage: Stage, interner: DictionaryInterner) -> None:
         self.stage = stage
         self.interner = interner
         self.ops: list[Operation] = []
@@ -125,7 +125,7 @@ class _Submitted:
 
 def write_batch(
     stage: Stage,
-    interner: StageInterner,
+    interner: DictionaryInterner,
     batch: Batch,
     ordinal: int,
     checkpoint: Callable[[], None] | None = None,
