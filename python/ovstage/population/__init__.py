@@ -207,10 +207,9 @@ def _time(time: object, what: str) -> float:
         ) from None
 
 
-def _descs(descs: object, what: str) -> tuple[Desc, ...]:
+def _descs(descs: object) -> tuple[Desc, ...]:
     """One Desc or a sequence of them (TypeError), with usable path arguments
     (OvstageError(INVALID_ARGUMENT) naming the desc and selector)."""
-    del what
     items = normalize_descs(descs)
     validate_paths(items)
     return items
@@ -400,7 +399,7 @@ def open_usd_with_desc_async(
     sequence of them)."""
     what = _name("open_usd_with_desc_async")
     _require_usd(what)
-    chosen = _checked(what, lambda: _descs(descs, what))
+    chosen = _checked(what, lambda: _descs(descs))
     return _open_async(
         what, stage, path=path, ordinal=ordinal, time=time, descs=chosen, progress=progress
     )
@@ -433,7 +432,7 @@ def open_usd_from_string_with_desc_async(
     """:func:`open_usd_with_desc_async` from usda text."""
     what = _name("open_usd_from_string_with_desc_async")
     _require_usd(what)
-    chosen = _checked(what, lambda: _descs(descs, what))
+    chosen = _checked(what, lambda: _descs(descs))
     return _open_async(
         what, stage, usda=usda, ordinal=ordinal, time=time, descs=chosen, progress=progress
     )
@@ -472,7 +471,7 @@ def repopulate_usd_with_desc_async(
 
     def check() -> tuple[int, float, tuple[Desc, ...], Progress | None]:
         _live_stage(stage, what)
-        chosen = _descs(descs, what)
+        chosen = _descs(descs)
         seconds = _time(time, what)
         callback = _progress(progress, what)
         _populated_state(stage, what)

@@ -97,8 +97,8 @@ class _Submitted:
         self.path_lists: list[Any] = []
 
     def query(self, paths: list[str]) -> Any:
-        ids = [self.interner.path(p) for p in paths]
-        path_list = self.interner.dictionary.create_path_list(ids)
+        # one native call interns the whole list (not one per prim path)
+        path_list = self.interner.dictionary.create_path_list_from_strings(paths)
         self.path_lists.append(path_list)
         query = self.stage.query_from_path_list(path_list)
         self.queries.append(query)
