@@ -33,7 +33,7 @@ from ._mapping import (
     world_matrix_cell,
 )
 from ._records import Layout
-from ._selection import PrimScope, Scope, builtins_of
+from ._selection import PrimScope, Scope, builtins_of, publishable_properties
 from ._usd import Usd, UsdGeom
 
 __all__ = [
@@ -270,7 +270,11 @@ class _PrimReader:
             cells.extend(map_metadata(prim, entry.prim_metadata_paths, "", interner))
         varying: list[str] = []
         metadata_paths = entry.property_metadata_paths
-        for prop, name in zip(entry.properties, entry.property_names, strict=True):
+        if entry.lazy:
+            properties = publishable_properties(prim, lazy=True)
+        else:
+            properties = list(zip(entry.property_names, entry.properties, strict=True))
+        for name, prop in properties:
             if prop is None:  # only a schema fallback (a lazy entry)
                 cell = self._fallback_cell(prim, kind, name)
                 if cell is NO_VALUE:

@@ -105,7 +105,7 @@ _PHYSICS_SCHEMA_PREFIXES = ("Physics", "Physx")
 _INSTANCE_NAME = "__INSTANCE_NAME__"
 
 
-@dataclass
+@dataclass(slots=True)
 class PrimScope:
     """One prim to populate.
 
@@ -118,10 +118,9 @@ class PrimScope:
     ``in_prototype``: the prim lives inside a prototype. ``domains``: the domain bits that
     claimed it; ``by_selector``: a selector claimed it. ``path``: the prim's path (filled in
     when not given); ``property_names``: the names of ``properties``, in the same order
-    (asking USD for a property's name is slow). When ``lazy`` (RENDERING claimed the prim) a
-    property with only a schema fallback is None in ``properties`` and an authored attribute
-    may hold no value (see :func:`publishable_properties`): the reader skips such an
-    attribute (its metadata and connection too) as it would have been left out.
+    (asking USD for a property's name is slow). ``lazy`` (RENDERING claimed the prim, for a
+    reader that takes every property): ``properties`` is empty and the reader takes
+    ``publishable_properties(prim, lazy=True)`` itself when it reads the prim.
     """
 
     prim: Any
@@ -585,7 +584,9 @@ def _entry(
         _merge(prim_md, selector.prim_metadata_paths)
         _merge(prop_md, selector.property_metadata_paths)
     lazy = lazy and bool(claimed & _RENDERING)  # RENDERING publishes them all
-    found = publishable_properties(prim, lazy=lazy)
+    # A lazy entry lists nothing: the reader takes publishable_properties(lazy=True) itself,
+    # so the scope holds no property (nor name) of any prim while it is read.
+    found = [] if lazy else publishable_properties(prim)
     if not claimed & _RENDERING:
         found = [
             (name, prop)
