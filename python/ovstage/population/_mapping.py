@@ -305,9 +305,14 @@ def _ids(strings: Any, interner: Interner) -> np.ndarray[Any, Any]:
     """Token ids of a sequence of strings (0 for empty ones), interning each distinct string
     once: through a dict for a few strings, through ``np.unique`` for many."""
     if len(strings) <= _FEW_STRINGS:
-        texts = list(strings)
-        known = {text: interner.token(text) if text else 0 for text in set(texts)}
-        return np.fromiter((known[text] for text in texts), dtype=np.uint64, count=len(texts))
+        known: dict[str, int] = {}
+        ids = []
+        for text in strings:
+            found = known.get(text)
+            if found is None:
+                found = known[text] = interner.token(text) if text else 0
+            ids.append(found)
+        return np.array(ids, dtype=np.uint64)
     unique, inverse = np.unique(np.asarray(strings, dtype=str), return_inverse=True)
     ids = np.fromiter(
         (interner.token(str(s)) if s else 0 for s in unique), dtype=np.uint64, count=len(unique)
@@ -535,12 +540,19 @@ def _relationship_cell(rel: Any, name: str, interner: Interner) -> Cell:
 
 
 def map_attribute(
-    attr: Any, name: str, time: Any, interner: Interner, string_bytes: bool = False
+    attr: Any,
+    name: str,
+    time: Any,
+    interner: Interner,
+    string_bytes: bool = False,
+    type_name: Any = None,
 ) -> Cell | None:
     """The cell of attribute ``attr`` (named ``name``, never a :data:`NEVER_PUBLISHED` one) at
     ``time``, like :func:`map_property` (``force`` unset), except that an attribute without
-    a value gives :data:`NO_VALUE` rather than None."""
-    type_name = attr.GetTypeName()
+    a value gives :data:`NO_VALUE` rather than None. ``type_name``: the attribute's
+    ``Sdf.ValueTypeName`` when the caller knows it (a schema-declared attribute's)."""
+    if type_name is None:
+        type_name = attr.GetTypeName()
     declared = _DECLARED.get(type_name, _UNSEEN)
     if declared is _UNSEEN:
         declared = _DECLARED[type_name] = _declared(str(type_name))

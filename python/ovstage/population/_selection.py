@@ -295,26 +295,45 @@ def _in_namespace(name: str, namespace: str) -> bool:
     return name.startswith(namespace + ":") and len(name) > len(namespace) + 1
 
 
-_fallbacks: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
+#: A prim's type name and applied schemas: prims of one kind share a prim definition.
+PrimKind = tuple[str, tuple[str, ...]]
+
+_definitions: dict[PrimKind, tuple[frozenset[str], frozenset[str]]] = {}
 
 
-def _fallback_names(prim: Any) -> frozenset[str]:
-    """Names of the attributes the prim's schemas give a fallback value (cached per type and
-    applied schemas)."""
-    key = (str(prim.GetTypeName()), tuple(prim.GetAppliedSchemas()))
-    names = _fallbacks.get(key)
+def prim_kind(prim: Any) -> PrimKind:
+    """The prim's type name and applied schemas (what its prim definition depends on)."""
+    return (str(prim.GetTypeName()), tuple(prim.GetAppliedSchemas()))
+
+
+def _definition_names(prim: Any, kind: PrimKind | None) -> tuple[frozenset[str], frozenset[str]]:
+    key = prim_kind(prim) if kind is None else kind
+    names = _definitions.get(key)
     if names is None:
         definition = prim.GetPrimDefinition()
-        names = frozenset(
-            n
-            for n in definition.GetPropertyNames()
-            if definition.GetAttributeFallbackValue(n) is not None
+        declared = frozenset(definition.GetPropertyNames())
+        fallback = frozenset(
+            n for n in declared if definition.GetAttributeFallbackValue(n) is not None
         )
-        _fallbacks[key] = names
+        names = _definitions[key] = (fallback, declared)
     return names
 
 
-def publishable_properties(prim: Any, *, lazy: bool = False) -> list[tuple[str, Any]]:
+def _fallback_names(prim: Any, kind: PrimKind | None = None) -> frozenset[str]:
+    """Names of the attributes the prim's schemas give a fallback value (cached per kind;
+    ``kind``: the prim's, when the caller has it)."""
+    return _definition_names(prim, kind)[0]
+
+
+def schema_property_names(prim: Any, kind: PrimKind | None = None) -> frozenset[str]:
+    """Names of the properties the prim's schemas declare (cached per kind): their value
+    type is the schema's on every prim of that kind."""
+    return _definition_names(prim, kind)[1]
+
+
+def publishable_properties(
+    prim: Any, *, lazy: bool = False, kind: PrimKind | None = None
+) -> list[tuple[str, Any]]:
     """``(name, property)`` of the prim's properties that have something to populate:
     attributes with a value (authored, or a schema fallback), authored relationships; never
     the transform storage names. In property-name order.
@@ -322,13 +341,13 @@ def publishable_properties(prim: Any, *, lazy: bool = False) -> list[tuple[str, 
     ``lazy`` (what a reader that takes every property wants; it is much cheaper): a property
     with only a schema fallback comes as ``(name, None)``, the reader taking its value from
     the schema, and an authored attribute is not asked whether it holds a value (the reader
-    skips it when it reads none)."""
+    skips it when it reads none). ``kind``: the prim's, when the caller has it."""
     if lazy:
         # Wrappers for the authored properties only; both lists are in property-name order.
         authored = dict(
             zip(prim.GetAuthoredPropertyNames(), prim.GetAuthoredProperties(), strict=True)
         )
-        fallback = _fallback_names(prim)
+        fallback = _fallback_names(prim, kind)
         lazy_found: list[tuple[str, Any]] = []
         for name in prim.GetPropertyNames():
             if name in TRANSFORM_STORAGE_NAMES:
