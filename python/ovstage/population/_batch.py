@@ -33,7 +33,15 @@ from ._mapping import (
     world_matrix_cell,
 )
 from ._records import Layout
-from ._selection import PrimScope, Scope, builtins_of, publishable_properties
+from ._selection import (
+    PrimKind,
+    PrimScope,
+    Scope,
+    builtins_of,
+    prim_kind,
+    publishable_properties,
+    schema_property_names,
+)
 from ._usd import Usd, UsdGeom
 
 __all__ = [
@@ -109,6 +117,15 @@ class Column:
         if force:
             self.force = True
 
+    def append_packed(self, index: int, cell: PackedCell) -> None:
+        """Add prim ``index``'s row from a cell packed for this column type."""
+        if self._lengths is not None:
+            self._lengths.append(cell.elements)
+        self.prims.append(index)
+        self._data += cell.raw
+        if cell.force:
+            self.force = True
+
     def values(self) -> np.ndarray[Any, Any]:
         """Every row's elements back to back, one lane per element (a view of the buffer)."""
         return np.frombuffer(self._data, dtype=self._dtype)
@@ -117,6 +134,26 @@ class Column:
         """The element count of each row of an array column, in prim order."""
         assert self._lengths is not None, "a fixed column has no row lengths"
         return self._lengths
+
+
+@dataclass(frozen=True, slots=True)
+class PackedCell:
+    """A cell that prims alike share (a built-in, a schema fallback), its row packed once:
+    ``raw`` the row's bytes, ``elements`` its element count (array columns)."""
+
+    name: str
+    ctype: ColumnType
+    raw: bytes
+    elements: int
+    force: bool = False
+
+    @classmethod
+    def of(cls, cell: Cell) -> PackedCell:
+        row = np.ascontiguousarray(cell.value, dtype=cell.ctype.numpy_dtype)
+        lanes = cell.ctype.lanes
+        if not cell.ctype.is_array and row.size != lanes:
+            raise ValueError(f"column {cell.name!r}: a row of {row.size} elements, not {lanes}")
+        return cls(cell.name, cell.ctype, row.tobytes(), row.size // lanes, cell.force)
 
 
 @dataclass(frozen=True)
@@ -180,7 +217,7 @@ class Batch:
             layout = self._layouts[key] = MappingProxyType(columns)
         return layout
 
-    def add_all(self, path: str, cells: Iterable[Cell]) -> None:
+    def add_all(self, path: str, cells: Iterable[Cell | PackedCell]) -> None:
         """Add cells of prim ``path``; a cell whose name the prim already has in the batch is
         ignored (the first one read wins)."""
         index = self.prim_index(path)
@@ -194,7 +231,10 @@ class Batch:
             if added is None:
                 added = dict(written)
             added[name] = ctype
-            self._column(name, ctype).append(index, cell.value, cell.force)
+            if type(cell) is PackedCell:
+                self._column(name, ctype).append_packed(index, cell)
+            else:
+                self._column(name, ctype).append(index, cell.value, cell.force)
         if added is not None:
             self.written[path] = self._shared_layout(added)
 
@@ -226,11 +266,12 @@ class _PrimReader:
         self.domains = domains
         self.time = time
         self.interner = interner
-        self._builtins: dict[tuple[Any, ...], list[Cell]] = {}
+        self._builtins: dict[tuple[Any, ...], list[PackedCell]] = {}
         self._fallbacks: dict[tuple[Any, ...], Any] = {}
         self._sampled: dict[SampledPrim, SampledPrim] = {}
+        self._types: dict[tuple[PrimKind, str], Any] = {}
 
-    def _builtin_cells(self, entry: PrimScope, kind: tuple[Any, ...]) -> list[Cell]:
+    def _builtin_cells(self, entry: PrimScope, kind: tuple[Any, ...]) -> list[PackedCell]:
         """The reserved-name cells of a prim (``kind``: its type and applied schemas)."""
         key = (kind, entry.instance_tags, entry.instance_root, entry.in_prototype)
         found = self._builtins.get(key)
@@ -238,13 +279,14 @@ class _PrimReader:
             return found
         builtins = builtins_of(entry, self.domains)
         interner = self.interner
-        cells = self._builtins[key] = []
+        cells = []
         if builtins.prim_type:
             token = np.array([interner.token(builtins.prim_type)], "u8")
             cells.append(Cell(PRIM_TYPE, _TOKEN, token))
         cells.append(Cell(SCHEMAS, _TOKENS, _token_array(builtins.schemas, interner)))
         cells.append(Cell(ANCESTOR_TYPES, _TOKENS, _token_array(builtins.ancestor_types, interner)))
-        return cells
+        packed = self._builtins[key] = [PackedCell.of(c) for c in cells]
+        return packed
 
     def _fallback_cell(self, prim: Any, kind: tuple[Any, ...], name: str) -> Any:
         """The cell of a property that only has its schema fallback (None or NO_VALUE when
@@ -253,17 +295,30 @@ class _PrimReader:
         found = self._fallbacks.get(key, _UNSEEN)
         if found is _UNSEEN:
             attr = prim.GetAttribute(name)
-            found = self._fallbacks[key] = map_attribute(attr, name, self.time, self.interner)
+            found = map_attribute(attr, name, self.time, self.interner)
+            if isinstance(found, Cell):
+                found = PackedCell.of(found)
+            self._fallbacks[key] = found
+        return found
+
+    def _declared_type(self, prim: Any, kind: PrimKind, name: str) -> Any:
+        """The ``Sdf.ValueTypeName`` of a schema-declared attribute (the same on every prim of
+        ``kind``), None for any other (its authored type is asked for on each prim)."""
+        key = (kind, name)
+        found = self._types.get(key, _UNSEEN)
+        if found is _UNSEEN:
+            declared = name in schema_property_names(prim, kind)
+            found = self._types[key] = prim.GetAttribute(name).GetTypeName() if declared else None
         return found
 
     def read(
         self, entry: PrimScope, previous: Layout, sampled: bool
-    ) -> tuple[list[Cell], SampledPrim | None]:
+    ) -> tuple[list[Cell | PackedCell], SampledPrim | None]:
         """Every cell of one prim of the scope (``previous``: what the prim got before) and,
         when ``sampled``, its time-varying part (None when nothing varies)."""
         prim, time, interner = entry.prim, self.time, self.interner
-        kind = (str(prim.GetTypeName()), tuple(prim.GetAppliedSchemas()))
-        cells = list(self._builtin_cells(entry, kind))
+        kind = prim_kind(prim)
+        cells: list[Cell | PackedCell] = list(self._builtin_cells(entry, kind))
         if entry.type_metadata:
             cells.extend(map_metadata(prim, ("typeName",), "", interner))
         if entry.prim_metadata_paths:
@@ -271,7 +326,7 @@ class _PrimReader:
         varying: list[str] = []
         metadata_paths = entry.property_metadata_paths
         if entry.lazy:
-            properties = publishable_properties(prim, lazy=True)
+            properties = publishable_properties(prim, lazy=True, kind=kind)
         else:
             properties = list(zip(entry.property_names, entry.properties, strict=True))
         for name, prop in properties:
@@ -288,7 +343,9 @@ class _PrimReader:
                 continue
             is_attribute = type(prop) is Usd.Attribute
             if is_attribute:
-                cell = map_attribute(prop, name, time, interner)
+                cell = map_attribute(
+                    prop, name, time, interner, type_name=self._declared_type(prim, kind, name)
+                )
                 if cell is NO_VALUE:
                     continue  # an authored attribute without a value is not published
                 if cell is not None:
