@@ -110,10 +110,15 @@ func (s *Stage) Query(preds []Predicate, attrs []uint64) (uint64, uint64, error)
 			return 0, 0, InvalidToken(fmt.Sprintf("attrs[%d]", i), a)
 		}
 	}
+	// Aliases match and discover their storage columns (aliases.go).
+	preds = slices.Clone(preds)
+	for i := range preds {
+		preds[i].Attr = s.canonicalAttr(preds[i].Attr)
+	}
 	if len(attrs) > 0 {
+		attrs = s.canonicalAttrs(attrs)
 		// A scoped discovery also reports the attributes the predicates name (as the
 		// reference does), so the result says which of them the matched prims carry.
-		attrs = slices.Clone(attrs)
 		for _, p := range preds {
 			attrs = append(attrs, p.Attr)
 		}
