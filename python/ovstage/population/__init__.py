@@ -6,11 +6,11 @@ saying what to install.
 
 Every call is an op of the stage's population stream: ops run one at a time in submission
 order on a worker thread of the stage (stopped when the stage is destroyed). Each open starts
-a new stream: an op issued before the latest open can no longer be waited on (INVALID_HANDLE). The ``_async``
-forms return a :class:`Operation` at once, or raise ``OvstageError`` when the call is refused
-(bad arguments, a destroyed stage, an ordinal at or below the stage's write floor, a call that
-needs a populated stage on one that never was); nothing ran then and the same ordinal may be
-used again. The blocking forms wait for the op (and every earlier one).
+a new stream: an op issued before the latest open can no longer be waited on (INVALID_HANDLE).
+The ``_async`` forms return a :class:`Operation` at once, or raise ``OvstageError`` when the
+call is refused (bad arguments, a destroyed stage, an ordinal at or below the stage's write
+floor, a call that needs a populated stage on one that never was); nothing ran then and the
+same ordinal may be used again. The blocking forms wait for the op (and every earlier one).
 
 A population reads everything it will write from USD first and only then writes it, through
 the stage's ordinary write path at the op's ordinal, one batched write per column. Opens
