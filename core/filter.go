@@ -413,6 +413,28 @@ func (s *Stage) discoverLocked(matched []uint64, attrs []uint64) []uint64 {
 	return out
 }
 
+// PrimsHolding lists (in no particular order) the prims whose committed state carries attr
+// (an alias reads its storage column) in a column of the given semantic. Population asks it
+// which string properties the stage already holds as STRING rows (docs/population.md).
+func (s *Stage) PrimsHolding(attr uint64, semantic int32) ([]uint64, error) {
+	if !s.validToken(attr) {
+		return nil, InvalidToken("attribute", attr)
+	}
+	attr = s.canonicalAttr(attr)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkLiveLocked(); err != nil {
+		return nil, err
+	}
+	var out []uint64
+	for _, c := range s.columns[attr] {
+		if c.Schema.Semantic == semantic {
+			out = append(out, c.LivePrims()...)
+		}
+	}
+	return out, nil
+}
+
 // QueryResult is what fetch_query_result reports.
 type QueryResult struct {
 	Attributes     []uint64
