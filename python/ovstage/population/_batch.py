@@ -216,7 +216,8 @@ def _property_cells(
 ) -> list[Cell]:
     """The value cell of a property and, for a connected attribute, its connection cell."""
     cells = []
-    cell = map_property(prop, time, interner, previous=previous.get(name))
+    pins = getattr(interner, "string_pins", None)
+    cell = map_property(prop, time, interner, previous=previous.get(name), pins=pins)
     if cell is not None:
         cells.append(cell)
     if type(prop) is Usd.Attribute and prop.HasAuthoredConnections():
@@ -303,10 +304,11 @@ def read_time_samples(
         if not entry.prim.IsValid():
             continue  # gone from USD; the next apply_usd_changes removes it
         before = previous(path)
+        pins = getattr(interner, "string_pins", None)
         for prop, name in entry.properties:
             if not prop.IsValid():
                 continue
-            cell = map_property(prop, time, interner, previous=before.get(name))
+            cell = map_property(prop, time, interner, previous=before.get(name), pins=pins)
             if cell is not None:
                 batch.add(path, cell)
         if entry.transform:
