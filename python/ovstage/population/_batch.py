@@ -8,14 +8,16 @@ writer (:mod:`._writer`) then writes each column once for all its prims.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from ._mapping import (
+    NO_VALUE,
     UINT,
     WORLD_MATRIX,
     XFORM,
@@ -23,14 +25,15 @@ from ._mapping import (
     ColumnType,
     Interner,
     derived_transform_cells,
-    is_time_varying,
+    map_attribute,
     map_connection,
     map_metadata,
     map_property,
+    needs_force,
     world_matrix_cell,
 )
 from ._records import Layout
-from ._selection import Builtins, PrimScope, Scope, builtins_of
+from ._selection import PrimScope, Scope, builtins_of, publishable_properties
 from ._usd import Usd, UsdGeom
 
 __all__ = [
@@ -61,32 +64,69 @@ PRIM_TYPE = "usd-prim-type"
 SCHEMAS = "usd-schemas"
 ANCESTOR_TYPES = "usd-ancestor-types"
 
+_UNSEEN = object()
+
 _TOKEN = ColumnType(UINT, 64, 1, False)
 _TOKENS = ColumnType(UINT, 64, 1, True)
+_STRING_ID = _TOKEN  # the column type of a string as an id (what a pin turns to bytes)
 
 #: ``progress(done, total)``: prims read so far and prims in scope.
 Progress = Callable[[int, int], object]
 
 
-@dataclass
 class Column:
-    """One column of a batch: the prims (indices into ``Batch.paths``) and their rows."""
+    """One column of a batch, packed as it is read: the prims (indices into ``Batch.paths``)
+    and their rows back to back in one growing buffer (array columns also keep each row's
+    element count), so a column costs its bytes, not one numpy array per prim."""
 
-    name: str
-    ctype: ColumnType
-    prims: list[int] = field(default_factory=list)
-    values: list[np.ndarray[Any, Any]] = field(default_factory=list)
-    force: bool = False
+    __slots__ = ("_data", "_dtype", "_lanes", "_lengths", "ctype", "force", "name", "prims")
+
+    def __init__(self, name: str, ctype: ColumnType) -> None:
+        self.name = name
+        self.ctype = ctype
+        self.prims = array("q")
+        self.force = False
+        self._dtype = ctype.numpy_dtype
+        self._lanes = ctype.lanes
+        self._data = bytearray()
+        self._lengths = array("q") if ctype.is_array else None
+
+    def __len__(self) -> int:
+        return len(self.prims)
+
+    def append(self, index: int, value: np.ndarray[Any, Any], force: bool) -> None:
+        """Add prim ``index``'s row (``Cell.value`` layout: ``(lanes,)`` fixed, ``(k, lanes)``
+        or ``(k,)`` array)."""
+        row = np.ascontiguousarray(value, dtype=self._dtype)
+        if self._lengths is None:
+            if row.size != self._lanes:
+                raise ValueError(
+                    f"column {self.name!r}: a row of {row.size} elements, expected {self._lanes}"
+                )
+        else:
+            self._lengths.append(row.size // self._lanes)
+        self.prims.append(index)
+        self._data += row.data
+        if force:
+            self.force = True
+
+    def values(self) -> np.ndarray[Any, Any]:
+        """Every row's elements back to back, one lane per element (a view of the buffer)."""
+        return np.frombuffer(self._data, dtype=self._dtype)
+
+    def lengths(self) -> array[int]:
+        """The element count of each row of an array column, in prim order."""
+        assert self._lengths is not None, "a fixed column has no row lengths"
+        return self._lengths
 
 
-@dataclass
+@dataclass(frozen=True)
 class SampledPrim:
-    """What ``update_from_usd_time`` re-samples on one populated prim: its time-varying
-    properties (with their names), and whether its derived transform attributes follow the
-    time."""
+    """What ``update_from_usd_time`` re-samples on one populated prim: the names of its
+    time-varying attributes, and whether its derived transform attributes follow the time.
+    Prims alike share one (the prim is found again by path when re-sampled)."""
 
-    prim: Any
-    properties: list[tuple[Any, str]]
+    names: tuple[str, ...]
     transform: bool
 
 
@@ -104,18 +144,22 @@ class Batch:
         self.deleted_prims: list[str] = []
         #: Attributes to delete, per prim (USD no longer has them).
         self.deleted_attributes: dict[str, list[str]] = {}
-        #: Columns written per prim path (what population now owns there).
-        self.written: dict[str, dict[str, ColumnType]] = {}
+        #: Columns written per prim path (what population now owns there); prims with the
+        #: same columns share one read-only layout.
+        self.written: dict[str, Layout] = {}
+        # (names, column type ids) -> the shared layout; the ids stay valid while the layout
+        # holding those column types lives here
+        self._layouts: dict[tuple[Any, ...], Layout] = {}
 
     def __len__(self) -> int:
-        return sum(len(c.prims) for c in self.columns.values())
+        return sum(len(c) for c in self.columns.values())
 
     def prim_index(self, path: str) -> int:
         index = self._index.get(path)
         if index is None:
             index = self._index[path] = len(self.paths)
             self.paths.append(path)
-            self.written[path] = {}
+            self.written[path] = _NOTHING
         return index
 
     def _column(self, name: str, ctype: ColumnType) -> Column:
@@ -130,29 +174,37 @@ class Batch:
         self.columns[(name, ctype)] = column
         return column
 
+    def _shared_layout(self, columns: dict[str, ColumnType]) -> Layout:
+        key = (*columns, *map(id, columns.values()))
+        layout = self._layouts.get(key)
+        if layout is None:
+            layout = self._layouts[key] = MappingProxyType(columns)
+        return layout
+
     def add_all(self, path: str, cells: Iterable[Cell]) -> None:
         """Add cells of prim ``path``; a cell whose name the prim already has in the batch is
         ignored (the first one read wins)."""
         index = self.prim_index(path)
         written = self.written[path]
+        added: dict[str, ColumnType] | None = None
         for cell in cells:
             name = cell.name
-            if name in written:
+            if name in written or (added is not None and name in added):
                 continue
             ctype = cell.ctype
-            written[name] = ctype
-            column = self._column(name, ctype)
-            column.prims.append(index)
-            column.values.append(cell.value)
-            if cell.force:
-                column.force = True
+            if added is None:
+                added = dict(written)
+            added[name] = ctype
+            self._column(name, ctype).append(index, cell.value, cell.force)
+        if added is not None:
+            self.written[path] = self._shared_layout(added)
 
     def add(self, path: str, cell: Cell) -> None:
         """Add one cell of prim ``path`` (see :meth:`add_all`)."""
         self.add_all(path, (cell,))
 
     def has_cell(self, path: str, name: str) -> bool:
-        return name in self.written.get(path, ())
+        return name in self.written.get(path, _NOTHING)
 
     def attribute_names(self) -> set[str]:
         """Every attribute the batch writes or deletes."""
@@ -162,79 +214,121 @@ class Batch:
         return names
 
 
-def _builtin_cells(
-    entry: PrimScope, domains: int, interner: Interner, cache: dict[Builtins, list[Cell]]
-) -> list[Cell]:
-    """The reserved-name cells of a prim; prims with the same names share them (the writer
-    only reads the values)."""
-    builtins = builtins_of(entry, domains)
-    found = cache.get(builtins)
-    if found is not None:
-        return found
-    cells = cache[builtins] = []
-    if builtins.prim_type:
-        cells.append(Cell(PRIM_TYPE, _TOKEN, np.array([interner.token(builtins.prim_type)], "u8")))
-    cells.append(Cell(SCHEMAS, _TOKENS, _token_array(builtins.schemas, interner)))
-    cells.append(Cell(ANCESTOR_TYPES, _TOKENS, _token_array(builtins.ancestor_types, interner)))
-    return cells
-
-
 def _token_array(names: Iterable[str], interner: Interner) -> np.ndarray[Any, Any]:
     return np.array([interner.token(n) for n in names], dtype=np.uint64)
 
 
-def _prim_cells(
-    entry: PrimScope,
-    domains: int,
-    time: Any,
-    interner: Interner,
-    previous: Layout,
-    builtins: dict[Builtins, list[Cell]],
-) -> list[Cell]:
-    """Every cell one prim of the scope gets (``previous``: what the prim got before)."""
-    prim = entry.prim
-    cells = list(_builtin_cells(entry, domains, interner, builtins))
-    if entry.type_metadata:
-        cells.extend(map_metadata(prim, ("typeName",), "", interner))
-    if entry.prim_metadata_paths:
-        cells.extend(map_metadata(prim, entry.prim_metadata_paths, "", interner))
-    for prop, name in zip(entry.properties, entry.property_names, strict=True):
-        cells.extend(_property_cells(prop, name, time, interner, previous))
-        if entry.property_metadata_paths:
-            cells.extend(map_metadata(prop, entry.property_metadata_paths, f"{name}:", interner))
-    if entry.derived_transform:
-        transform = derived_transform_cells(prim, time)
-        cells.extend(transform)
-        if entry.world_matrix and WORLD_MATRIX not in previous:
-            # Created once from the local transform; hierarchy computation owns it afterwards.
-            cells.extend(world_matrix_cell(c) for c in transform if c.name == XFORM)
-    return cells
+class _PrimReader:
+    """Reads the cells of the prims of one scope at one time, caching what prims alike share:
+    their built-ins, and the cells of properties that only have a schema fallback (the same
+    value on every prim of one type and applied schemas)."""
 
+    def __init__(self, domains: int, time: Any, interner: Interner) -> None:
+        self.domains = domains
+        self.time = time
+        self.interner = interner
+        self._builtins: dict[tuple[Any, ...], list[Cell]] = {}
+        self._fallbacks: dict[tuple[Any, ...], Any] = {}
+        self._sampled: dict[SampledPrim, SampledPrim] = {}
+        self.pins = getattr(interner, "string_pins", None)  # the op's StringPins, if any
 
-def _property_cells(
-    prop: Any, name: str, time: Any, interner: Interner, previous: Layout
-) -> list[Cell]:
-    """The value cell of a property and, for a connected attribute, its connection cell."""
-    cells = []
-    pins = getattr(interner, "string_pins", None)
-    cell = map_property(prop, time, interner, previous=previous.get(name), pins=pins)
-    if cell is not None:
-        cells.append(cell)
-    if type(prop) is Usd.Attribute and prop.HasAuthoredConnections():
-        connection = map_connection(prop, interner)
-        if connection is not None:
-            cells.append(connection)
-    return cells
+    def _builtin_cells(self, entry: PrimScope, kind: tuple[Any, ...]) -> list[Cell]:
+        """The reserved-name cells of a prim (``kind``: its type and applied schemas)."""
+        key = (kind, entry.instance_tags, entry.instance_root, entry.in_prototype)
+        found = self._builtins.get(key)
+        if found is not None:
+            return found
+        builtins = builtins_of(entry, self.domains)
+        interner = self.interner
+        cells = self._builtins[key] = []
+        if builtins.prim_type:
+            token = np.array([interner.token(builtins.prim_type)], "u8")
+            cells.append(Cell(PRIM_TYPE, _TOKEN, token))
+        cells.append(Cell(SCHEMAS, _TOKENS, _token_array(builtins.schemas, interner)))
+        cells.append(Cell(ANCESTOR_TYPES, _TOKENS, _token_array(builtins.ancestor_types, interner)))
+        return cells
 
+    def _fallback_cell(self, prim: Any, kind: tuple[Any, ...], name: str) -> Any:
+        """The cell of a property that only has its schema fallback (None or NO_VALUE when
+        it populates nothing)."""
+        key = (kind, name)
+        found = self._fallbacks.get(key, _UNSEEN)
+        if found is _UNSEEN:
+            attr = prim.GetAttribute(name)
+            found = self._fallbacks[key] = map_attribute(attr, name, self.time, self.interner)
+        if (
+            self.pins is not None
+            and isinstance(found, Cell)
+            and found.ctype == _STRING_ID
+            and self.pins.pinned(str(prim.GetPath()), name)
+        ):
+            # a string this prim's STRING column pins to byte form: not the shared cell
+            attr = prim.GetAttribute(name)
+            return map_attribute(attr, name, self.time, self.interner, pins=self.pins)
+        return found
 
-def _sampled(entry: PrimScope) -> SampledPrim | None:
-    props = [
-        (p, n)
-        for p, n in zip(entry.properties, entry.property_names, strict=True)
-        if is_time_varying(p)
-    ]
-    transform = entry.derived_transform and _transform_varies(entry.prim)
-    return SampledPrim(entry.prim, props, transform) if props or transform else None
+    def read(
+        self, entry: PrimScope, previous: Layout, sampled: bool
+    ) -> tuple[list[Cell], SampledPrim | None]:
+        """Every cell of one prim of the scope (``previous``: what the prim got before) and,
+        when ``sampled``, its time-varying part (None when nothing varies)."""
+        prim, time, interner = entry.prim, self.time, self.interner
+        kind = (str(prim.GetTypeName()), tuple(prim.GetAppliedSchemas()))
+        cells = list(self._builtin_cells(entry, kind))
+        if entry.type_metadata:
+            cells.extend(map_metadata(prim, ("typeName",), "", interner))
+        if entry.prim_metadata_paths:
+            cells.extend(map_metadata(prim, entry.prim_metadata_paths, "", interner))
+        varying: list[str] = []
+        metadata_paths = entry.property_metadata_paths
+        if entry.lazy:
+            properties = publishable_properties(prim, lazy=True)
+        else:
+            properties = list(zip(entry.property_names, entry.properties, strict=True))
+        for name, prop in properties:
+            if prop is None:  # only a schema fallback (a lazy entry)
+                cell = self._fallback_cell(prim, kind, name)
+                if cell is NO_VALUE:
+                    continue
+                if cell is not None:
+                    force = needs_force(previous.get(name), cell.ctype)
+                    cells.append(replace(cell, force=True) if force else cell)
+                if metadata_paths:
+                    prop = prim.GetAttribute(name)
+                    cells.extend(map_metadata(prop, metadata_paths, f"{name}:", interner))
+                continue
+            is_attribute = type(prop) is Usd.Attribute
+            if is_attribute:
+                cell = map_attribute(prop, name, time, interner, pins=self.pins)
+                if cell is NO_VALUE:
+                    continue  # an authored attribute without a value is not published
+                if cell is not None:
+                    cell.force = needs_force(previous.get(name), cell.ctype)
+            else:
+                cell = map_property(prop, time, interner, previous=previous.get(name), name=name)
+            if cell is not None:
+                cells.append(cell)
+            if is_attribute and prop.HasAuthoredConnections():
+                connection = map_connection(prop, interner)
+                if connection is not None:
+                    cells.append(connection)
+            if metadata_paths:
+                cells.extend(map_metadata(prop, metadata_paths, f"{name}:", interner))
+            if sampled and is_attribute and prop.ValueMightBeTimeVarying():
+                varying.append(name)
+        transform_varies = False
+        if entry.derived_transform:
+            transform = derived_transform_cells(prim, time)
+            cells.extend(transform)
+            if entry.world_matrix and WORLD_MATRIX not in previous:
+                # Created once from the local transform; hierarchy computation owns it after.
+                cells.extend(world_matrix_cell(c) for c in transform if c.name == XFORM)
+            if sampled:
+                transform_varies = _transform_varies(prim)
+        if not sampled or not (varying or transform_varies):
+            return cells, None
+        found = SampledPrim(tuple(varying), transform_varies)
+        return cells, self._sampled.setdefault(found, found)
 
 
 def _transform_varies(prim: Any) -> bool:
@@ -261,7 +355,7 @@ def read_scope(
     now and then with ``(prims read, prims in scope)``, never with ``done == total`` (the
     caller reports that once the writes are done)."""
     batch = Batch() if batch is None else batch
-    builtins: dict[Builtins, list[Cell]] = {}
+    reader = _PrimReader(scope.domains, time, interner)
     total = len(scope.prims)
     step = max(1, total // 100)
     if scope.stage_metadata_paths:
@@ -274,11 +368,9 @@ def read_scope(
             if progress is not None and i:
                 progress(i, total)
         path = entry.path
-        batch.add_all(
-            path, _prim_cells(entry, scope.domains, time, interner, previous(path), builtins)
-        )
+        cells, found = reader.read(entry, previous(path), sampled is not None)
+        batch.add_all(path, cells)
         if sampled is not None:
-            found = _sampled(entry)
             if found is None:
                 sampled.pop(path, None)
             else:
@@ -288,6 +380,7 @@ def read_scope(
 
 def read_time_samples(
     sampled: dict[str, SampledPrim],
+    usd_stage: Any,
     time: Any,
     interner: Interner,
     *,
@@ -295,23 +388,27 @@ def read_time_samples(
     previous: Previous = _no_previous,
     checkpoint: Callable[[], None] | None = None,
 ) -> Batch:
-    """Re-sample the time-varying part of populated prims at ``time``; prims already in
-    ``batch`` (republished by the same op) keep the cells read there."""
+    """Re-sample the time-varying part of populated prims of ``usd_stage`` at ``time``;
+    prims already in ``batch`` (republished by the same op) keep the cells read there."""
     batch = Batch() if batch is None else batch
+    pins = getattr(interner, "string_pins", None)
     for i, (path, entry) in enumerate(sampled.items()):
         if checkpoint is not None and i % 1024 == 0:
             checkpoint()
-        if not entry.prim.IsValid():
+        prim = usd_stage.GetPrimAtPath(path)
+        if not prim.IsValid():
             continue  # gone from USD; the next apply_usd_changes removes it
         before = previous(path)
-        pins = getattr(interner, "string_pins", None)
-        for prop, name in entry.properties:
-            if not prop.IsValid():
+        for name in entry.names:
+            attr = prim.GetAttribute(name)
+            if not attr.IsValid():
                 continue
-            cell = map_property(prop, time, interner, previous=before.get(name), pins=pins)
+            cell = map_property(
+                attr, time, interner, previous=before.get(name), name=name, pins=pins
+            )
             if cell is not None:
                 batch.add(path, cell)
         if entry.transform:
-            for cell in derived_transform_cells(entry.prim, time):
+            for cell in derived_transform_cells(prim, time):
                 batch.add(path, cell)
     return batch

@@ -509,6 +509,7 @@ def map_property(
     previous: ColumnType | None = None,
     string_bytes: bool = False,
     pins: StringPins | None = None,
+    name: str | None = None,
 ) -> Cell | None:
     """The cell of one attribute or relationship at ``time`` (a ``Usd.TimeCode``), or None.
 
@@ -524,14 +525,18 @@ def map_property(
     marked ``force`` when the type changed (:func:`needs_force`). ``string_bytes``: the column
     is pinned to byte form, so a ``string`` value becomes a STRING row of its UTF-8 bytes
     (an empty string an empty row) instead of an id; ``pins``: ask whether it is, for a
-    ``string`` value only.
+    ``string`` value only. ``name``: the property's name when the caller knows it (asking USD
+    for it is slow).
     """
-    name = prop.GetName()
+    if name is None:
+        name = prop.GetName()
     if name in NEVER_PUBLISHED:
         return None
     kind = type(prop)  # an exact type test: isinstance on pxr classes is slow
     if kind is Usd.Attribute or (kind is not Usd.Relationship and isinstance(prop, Usd.Attribute)):
-        cell = _attribute_cell(prop, name, time, interner, string_bytes, pins)
+        cell = map_attribute(prop, name, time, interner, string_bytes, pins)
+        if cell is NO_VALUE:
+            return None
     elif kind is Usd.Relationship or isinstance(prop, Usd.Relationship):
         cell = _relationship_cell(prop, name, interner)
     else:
@@ -539,6 +544,14 @@ def map_property(
     if cell is not None:
         cell.force = needs_force(previous, cell.ctype)
     return cell
+
+
+class _NoValue:
+    """The type of :data:`NO_VALUE`."""
+
+
+#: What :func:`map_attribute` returns for an attribute without a value at the time.
+NO_VALUE: Any = _NoValue()
 
 
 _RELATIONSHIP = ColumnType(UINT, 64, 1, True, AttributeSemantic.RELATIONSHIP_PATH_ID)
@@ -553,14 +566,17 @@ def _relationship_cell(rel: Any, name: str, interner: Interner) -> Cell:
     return Cell(name, _RELATIONSHIP, value)
 
 
-def _attribute_cell(
+def map_attribute(
     attr: Any,
     name: str,
     time: Any,
     interner: Interner,
-    string_bytes: bool,
-    pins: StringPins | None,
+    string_bytes: bool = False,
+    pins: StringPins | None = None,
 ) -> Cell | None:
+    """The cell of attribute ``attr`` (named ``name``, never a :data:`NEVER_PUBLISHED` one) at
+    ``time``, like :func:`map_property` (``force`` unset), except that an attribute without
+    a value gives :data:`NO_VALUE` rather than None."""
     type_name = attr.GetTypeName()
     declared = _DECLARED.get(type_name, _UNSEEN)
     if declared is _UNSEEN:
@@ -569,7 +585,7 @@ def _attribute_cell(
         return None
     value = attr.Get(time)
     if value is None:
-        return None
+        return NO_VALUE
     usd_type, is_array, _ = declared
     if usd_type.reader == _STRING:
         pinned = string_bytes or (pins is not None and pins.pinned(str(attr.GetPrimPath()), name))
@@ -780,6 +796,7 @@ __all__ = [
     "INT",
     "METADATA",
     "NEVER_PUBLISHED",
+    "NO_VALUE",
     "RESET_XFORM_STACK",
     "UINT",
     "WORLD_MATRIX",
@@ -791,6 +808,7 @@ __all__ = [
     "StringPins",
     "derived_transform_cells",
     "is_time_varying",
+    "map_attribute",
     "map_connection",
     "map_metadata",
     "map_property",

@@ -51,8 +51,13 @@ class WrittenColumns:
             layout = self._shared[key] = MappingProxyType(dict(columns))
         self._of[path] = layout
 
-    def update(self, path: str, columns: Mapping[str, ColumnType]) -> None:
-        """Record ``columns`` as written on ``path`` (keeping the others)."""
+    def update(self, path: str, columns: Layout) -> None:
+        """Record ``columns`` (read-only: it may be kept as is, shared with other prims) as
+        written on ``path``, keeping the others."""
+        if path not in self._of:
+            if columns:
+                self._of[path] = columns
+            return
         merged = dict(self.get(path))
         merged.update(columns)
         self._store(path, merged)

@@ -105,7 +105,7 @@ _PHYSICS_SCHEMA_PREFIXES = ("Physics", "Physx")
 _INSTANCE_NAME = "__INSTANCE_NAME__"
 
 
-@dataclass
+@dataclass(slots=True)
 class PrimScope:
     """One prim to populate.
 
@@ -118,7 +118,9 @@ class PrimScope:
     ``in_prototype``: the prim lives inside a prototype. ``domains``: the domain bits that
     claimed it; ``by_selector``: a selector claimed it. ``path``: the prim's path (filled in
     when not given); ``property_names``: the names of ``properties``, in the same order
-    (asking USD for a property's name is slow).
+    (asking USD for a property's name is slow). ``lazy`` (RENDERING claimed the prim, for a
+    reader that takes every property): ``properties`` is empty and the reader takes
+    ``publishable_properties(prim, lazy=True)`` itself when it reads the prim.
     """
 
     prim: Any
@@ -137,11 +139,12 @@ class PrimScope:
     by_selector: bool = False
     path: str = ""
     property_names: list[str] = field(default_factory=list)
+    lazy: bool = False
 
     def __post_init__(self) -> None:
         if not self.path:
             self.path = str(self.prim.GetPath())
-        if len(self.property_names) != len(self.properties):
+        if not self.lazy and len(self.property_names) != len(self.properties):
             self.property_names = [p.GetName() for p in self.properties]
 
 
@@ -311,11 +314,30 @@ def _fallback_names(prim: Any) -> frozenset[str]:
     return names
 
 
-def publishable_properties(prim: Any) -> list[tuple[str, Any]]:
+def publishable_properties(prim: Any, *, lazy: bool = False) -> list[tuple[str, Any]]:
     """``(name, property)`` of the prim's properties that have something to populate:
     attributes with a value (authored, or a schema fallback), authored relationships; never
-    the transform storage names. In property-name order."""
-    authored = set(prim.GetAuthoredPropertyNames())
+    the transform storage names. In property-name order.
+
+    ``lazy`` (what a reader that takes every property wants; it is much cheaper): a property
+    with only a schema fallback comes as ``(name, None)``, the reader taking its value from
+    the schema, and an authored attribute is not asked whether it holds a value (the reader
+    skips it when it reads none)."""
+    if lazy:
+        # Wrappers for the authored properties only; both lists are in property-name order.
+        authored = dict(
+            zip(prim.GetAuthoredPropertyNames(), prim.GetAuthoredProperties(), strict=True)
+        )
+        fallback = _fallback_names(prim)
+        lazy_found: list[tuple[str, Any]] = []
+        for name in prim.GetPropertyNames():
+            if name in TRANSFORM_STORAGE_NAMES:
+                continue
+            prop = authored.get(name)
+            if prop is not None or name in fallback:
+                lazy_found.append((name, prop))
+        return lazy_found
+    authored_names = set(prim.GetAuthoredPropertyNames())
     fallback = _fallback_names(prim)
     found = []
     # Both lists are in property-name order; taking the names in one call is much cheaper
@@ -323,7 +345,7 @@ def publishable_properties(prim: Any) -> list[tuple[str, Any]]:
     for name, prop in zip(prim.GetPropertyNames(), prim.GetProperties(), strict=True):
         if name in TRANSFORM_STORAGE_NAMES:
             continue
-        if name in authored:
+        if name in authored_names:
             if isinstance(prop, Usd.Relationship) or prop.HasValue():
                 found.append((name, prop))
         elif name in fallback:
@@ -536,9 +558,15 @@ def _merge(into: list[str], more: Sequence[str]) -> None:
 
 
 def _entry(
-    prim: Any, path: str, domains: int, selectors: Sequence[Selector], evaluator: _Evaluator
+    prim: Any,
+    path: str,
+    domains: int,
+    selectors: Sequence[Selector],
+    evaluator: _Evaluator,
+    lazy: bool,
 ) -> PrimScope | None:
-    """The scope of one prim, or None when neither a domain nor a selector claims it."""
+    """The scope of one prim, or None when neither a domain nor a selector claims it
+    (``lazy``: see :func:`resolve_scope`)."""
     claimed = 0
     physics: list[str] = []
     if domains & _RENDERING and _rendering_claims(prim):
@@ -555,8 +583,11 @@ def _entry(
     for selector in chosen:
         _merge(prim_md, selector.prim_metadata_paths)
         _merge(prop_md, selector.property_metadata_paths)
-    found = publishable_properties(prim)
-    if not claimed & _RENDERING:  # RENDERING publishes them all
+    lazy = lazy and bool(claimed & _RENDERING)  # RENDERING publishes them all
+    # A lazy entry lists nothing: the reader takes publishable_properties(lazy=True) itself,
+    # so the scope holds no property (nor name) of any prim while it is read.
+    found = [] if lazy else publishable_properties(prim)
+    if not claimed & _RENDERING:
         found = [
             (name, prop)
             for name, prop in found
@@ -583,6 +614,7 @@ def _entry(
         by_selector=bool(chosen),
         path=path,
         property_names=[name for name, _ in found],
+        lazy=lazy,
     )
 
 
@@ -596,13 +628,16 @@ def _ancestor_entry(prim: Any, path: str = "") -> PrimScope:
     )
 
 
-def resolve_scope(usd_stage: Any, descs: Sequence[Desc] | Desc, root: str = "/") -> Scope:
+def resolve_scope(
+    usd_stage: Any, descs: Sequence[Desc] | Desc, root: str = "/", *, lazy: bool = False
+) -> Scope:
     """The prims under ``root`` (``/``: the whole stage) that ``descs`` select, with their
     properties, parents before children (see the module docstring for the rules).
 
     ``descs`` is one :class:`Desc` or a sequence of them (TypeError otherwise); bad path
     arguments raise ``OvstageError(INVALID_ARGUMENT)`` (:func:`validate_paths`, which the
-    entry points also call before they enqueue).
+    entry points also call before they enqueue). ``lazy``: entries RENDERING claims list
+    their properties lazily (see :class:`PrimScope`), for a reader that takes them all.
     """
     items = normalize_descs(descs)
     validate_paths(items)
@@ -622,7 +657,7 @@ def resolve_scope(usd_stage: Any, descs: Sequence[Desc] | Desc, root: str = "/")
         for prim in _candidates(usd_stage, root):
             path = str(prim.GetPath())
             visited.append((path, prim))
-            entry = _entry(prim, path, domains, selectors, evaluator)
+            entry = _entry(prim, path, domains, selectors, evaluator, lazy)
             if entry is None:
                 continue
             entries[path] = entry

@@ -183,7 +183,7 @@ class PopulationState:
         """Read the whole scope of ``descs`` from ``source`` and write it (merging)."""
         started = _time.perf_counter()
         interner = _interner(stage)
-        scope = resolve_scope(source.usd, descs)
+        scope = resolve_scope(source.usd, descs, lazy=True)
         self.stream.check_running()
         total = len(scope.prims)
         _log.info("%s: populating %d prims at ordinal %d", what, total, ordinal)
@@ -271,7 +271,7 @@ class PopulationState:
         for root, subtree in roots:
             if not usd.GetPrimAtPath(root).IsValid():
                 continue
-            scope = resolve_scope(usd, self.descs, root)
+            scope = resolve_scope(usd, self.descs, root, lazy=True)
             if not subtree:
                 scope.prims = [e for e in scope.prims if e.path == root]
             if root != "/":
@@ -345,6 +345,7 @@ class PopulationState:
             pending = {p: e for p, e in self.sampled.items() if p not in batch.deleted_prims}
             read_time_samples(
                 pending,
+                source.usd,
                 source.time_code(seconds),
                 interner,
                 batch=batch,

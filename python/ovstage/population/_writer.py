@@ -45,30 +45,28 @@ def check_floors(stage: Stage, names: set[str], ordinal: int) -> None:
 
 
 def _fixed_payload(column: Column) -> Any:
-    """The rows of a fixed column as one ``(prims, lanes)`` array (``(prims,)`` for one lane)."""
-    stacked = np.stack(column.values)
-    dtype = column.ctype.numpy_dtype
-    if stacked.dtype != dtype:
-        stacked = stacked.astype(dtype)
+    """The rows of a fixed column as one ``(prims, lanes)`` array (``(prims,)`` for one lane),
+    a view of the column's buffer."""
+    values = column.values()
     if column.ctype.lanes == 1:
-        return stacked.reshape(-1)
-    return np.ascontiguousarray(stacked.reshape(len(column.values), column.ctype.lanes))
+        return values
+    return values.reshape(len(column), column.ctype.lanes)
 
 
 def _array_payload(column: Column) -> Any:
     """The rows of a ragged column: one packed tensor when every row has the same length,
-    else one tensor per row; elements of several lanes travel as lanes (an array write takes
-    lanes literally)."""
+    else one tensor per row (views of the column's buffer); elements of several lanes travel
+    as lanes (an array write takes lanes literally)."""
     lanes = column.ctype.lanes
-    dtype = column.ctype.numpy_dtype
-    rows = [np.ascontiguousarray(v, dtype=dtype).reshape(-1) for v in column.values]
-    lengths = {r.size for r in rows}
-    element = numpy_to_dldatatype(dtype, lanes=lanes) if lanes > 1 else None
-    if len(lengths) == 1:
-        packed = np.concatenate(rows) if len(rows) > 1 else rows[0]
+    values = column.values()
+    lengths = column.lengths()
+    element = numpy_to_dldatatype(column.ctype.numpy_dtype, lanes=lanes) if lanes > 1 else None
+    if min(lengths) == max(lengths):
         if element is None:
-            return packed
-        return make_dltensor(packed, dtype=element, shape=(packed.size // lanes,))
+            return values
+        return make_dltensor(values, dtype=element, shape=(values.size // lanes,))
+    ends = np.cumsum(np.frombuffer(lengths, dtype=np.int64)) * lanes
+    rows = np.split(values, ends[:-1])
     if element is None:
         return rows
     return [make_dltensor(r, dtype=element, shape=(r.size // lanes,)) for r in rows]
@@ -148,11 +146,12 @@ def write_batch(
             query = submitted.query(paths)
             submitted.ops.append(stage.delete_attributes(query, list(names), ordinal))
         # Columns over the same prims go in one batched write (they share the query).
-        by_prims: dict[tuple[int, ...], list[Column]] = {}
+        by_prims: dict[bytes, list[Column]] = {}
         for column in batch.columns.values():
-            by_prims.setdefault(tuple(column.prims), []).append(column)
-        for prims, columns in by_prims.items():
-            query = submitted.query([batch.paths[i] for i in prims])
+            by_prims.setdefault(column.prims.tobytes(), []).append(column)
+        for columns in by_prims.values():
+            paths = batch.paths
+            query = submitted.query([paths[i] for i in columns[0].prims])
             descs = [_write_desc(c) for c in columns]
             submitted.ops.append(stage.write_attributes(query, descs, ordinal))
     finally:
