@@ -66,13 +66,13 @@ func (c *cstage) discovered(preds ...Predicate) []string {
 	return out
 }
 
+// floorOf is attr's effective floor, through get_attribute_write_floor.
 func (c *cstage) floorOf(attr string) uint64 {
 	c.t.Helper()
-	h, _, err := c.s.GetAttributeWriteFloor(c.tok(attr))
-	require.NoError(c.t, err)
-	v, err := c.s.FetchOrdinal(h, TimeoutInfinite)
-	require.NoError(c.t, err)
-	_, err = c.s.ReleaseOrdinalQuery(h)
+	h, op, err := c.s.GetAttributeWriteFloor(c.tok(attr))
+	c.ok(op, err)
+	defer func() { _, err := c.s.ReleaseOrdinalQuery(h); require.NoError(c.t, err) }()
+	v, err := c.s.FetchOrdinal(h, 0)
 	require.NoError(c.t, err)
 	return v
 }
