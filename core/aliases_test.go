@@ -123,6 +123,17 @@ func TestAliasAndStorageNameInOneBatch(t *testing.T) {
 		[]WriteRequest{req(AttrXform), req(AttrLocalMatrix)}))
 	require.Contains(t, msg, AttrLocalMatrix)
 	require.Nil(t, c.value("/A", AttrLocalMatrix), "the refused batch wrote nothing")
+
+	// Over prims that do not overlap, the two names write one column.
+	masked := func(name string, mask uint64) WriteRequest {
+		rows := append(matrixRow(1), matrixRow(2)...)
+		return WriteRequest{AttrName: name, Count: 2, Mask: []uint64{mask}, HasMask: true,
+			Tensors: []tensor.Tensor{fixedTensor(dtF64x16, rows)}, Semantic: SemanticMatrix}
+	}
+	c.ok(c.s.WriteAttributes(c.query("/A", "/B"), 1, PrimModeUpsert,
+		[]WriteRequest{masked(AttrXform, 0b01), masked(AttrLocalMatrix, 0b10)}))
+	require.Equal(t, matrixRow(1), c.value("/A", AttrLocalMatrix))
+	require.Equal(t, matrixRow(2), c.value("/B", AttrLocalMatrix))
 }
 
 // Deleting through the alias removes the storage column's value.
