@@ -110,10 +110,15 @@ func (s *Stage) Query(preds []Predicate, attrs []uint64) (uint64, uint64, error)
 			return 0, 0, InvalidToken(fmt.Sprintf("attrs[%d]", i), a)
 		}
 	}
+	// Aliases match and discover their storage columns (aliases.go).
+	preds = slices.Clone(preds)
+	for i := range preds {
+		preds[i].Attr = s.canonicalAttr(preds[i].Attr)
+	}
 	if len(attrs) > 0 {
+		attrs = s.canonicalAttrs(attrs)
 		// A scoped discovery also reports the attributes the predicates name (as the
 		// reference does), so the result says which of them the matched prims carry.
-		attrs = slices.Clone(attrs)
 		for _, p := range preds {
 			attrs = append(attrs, p.Attr)
 		}
@@ -406,6 +411,28 @@ func (s *Stage) discoverLocked(matched []uint64, attrs []uint64) []uint64 {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// PrimsHolding lists (in no particular order) the prims whose committed state carries attr
+// (an alias reads its storage column) in a column of the given semantic. Population asks it
+// which string properties the stage already holds as STRING rows (docs/population.md).
+func (s *Stage) PrimsHolding(attr uint64, semantic int32) ([]uint64, error) {
+	if !s.validToken(attr) {
+		return nil, InvalidToken("attribute", attr)
+	}
+	attr = s.canonicalAttr(attr)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkLiveLocked(); err != nil {
+		return nil, err
+	}
+	var out []uint64
+	for _, c := range s.columns[attr] {
+		if c.Schema.Semantic == semantic {
+			out = append(out, c.LivePrims()...)
+		}
+	}
+	return out, nil
 }
 
 // QueryResult is what fetch_query_result reports.

@@ -93,7 +93,7 @@ func (s *Stage) AdvanceWriteFloor(ordinal uint64, scope Scope, attrs []uint64) (
 			return 0, InvalidToken(fmt.Sprintf("attributes[%d]", i), a)
 		}
 	}
-	attrs = append([]uint64(nil), attrs...)
+	attrs = s.canonicalAttrs(attrs) // a copy, aliases resolved (aliases.go)
 	s.mu.Lock()
 	defer s.unlockAndStart()
 	if err := s.checkLiveLocked(); err != nil {

@@ -260,7 +260,8 @@ func HierarchyModels() []HierarchyModel {
 	}
 }
 
-// Attribute names the hierarchy model reads and writes.
+// Attribute names the hierarchy model reads and writes (the first two are aliases of the
+// columns it reads, aliases.go).
 const (
 	AttrXform           = "omni:xform"
 	AttrResetXformStack = "omni:resetXformStack"
@@ -297,7 +298,7 @@ func (s *Stage) resolveHierarchyModel(model int32) (int32, error) {
 type hierarchyTokens struct{ xform, reset, world uint64 }
 
 func newHierarchyTokens(s *Stage) hierarchyTokens {
-	return hierarchyTokens{s.builtinToken(AttrXform), s.builtinToken(AttrResetXformStack), s.builtinToken(AttrWorldMatrix)}
+	return hierarchyTokens{s.canonicalAttr(s.builtinToken(AttrXform)), s.canonicalAttr(s.builtinToken(AttrResetXformStack)), s.builtinToken(AttrWorldMatrix)}
 }
 
 // ComputeHierarchy enqueues a world-transform computation: from the newest committed

@@ -39,6 +39,7 @@ func (s *Stage) HistoryWindow() History { return s.historyWindow }
 // GetAttributeWriteFloor enqueues a query of an attribute's effective floor; attr 0 asks for
 // the reported global floor (the minimum over known attributes).
 func (s *Stage) GetAttributeWriteFloor(attr uint64) (uint64, uint64, error) {
+	attr = s.canonicalAttr(attr)
 	return s.enqueueOrdinalQuery(func() uint64 {
 		if attr == 0 {
 			return s.globalFloorLocked()

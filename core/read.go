@@ -205,6 +205,7 @@ func (s *Stage) collectGroupsLocked(q *Query, attrs []uint64, rng OrdinalRange) 
 	var groups []*Group
 	for _, a := range attrs {
 		name := s.tokenName(a)
+		column := s.canonicalAttr(a) // an alias reads its storage column (aliases.go)
 		var (
 			gs  []*Group
 			err error
@@ -217,9 +218,12 @@ func (s *Stage) collectGroupsLocked(q *Query, attrs []uint64, rng OrdinalRange) 
 				gs, err = s.derivedGroupsLocked(q, a, name, rng.End)
 			}
 		case rng.HasStart:
-			gs, err = s.rangeGroupsLocked(q, a, name, s.bounds(rng))
+			gs, err = s.rangeGroupsLocked(q, column, name, s.bounds(rng))
 		default:
-			gs, err = s.snapshotGroupsLocked(q, a, name, s.bounds(rng))
+			gs, err = s.snapshotGroupsLocked(q, column, name, s.bounds(rng))
+		}
+		for _, g := range gs {
+			g.Attribute = a // reported under the name it was asked by
 		}
 		groups = append(groups, gs...)
 		if err != nil {

@@ -78,6 +78,7 @@ type Stage struct {
 	hierarchyModel int32
 	hierarchySeen  map[*column.Column]uint64
 	hierToks       hierarchyTokens
+	aliases        aliasTokens // public attribute token -> storage token (aliases.go)
 	// clones holds each tracked clone op's record (its report once done); forgotten with the
 	// op id (forgetOpLocked).
 	clones map[uint64]*cloneRecord
@@ -148,6 +149,7 @@ func NewStage(name string, cfg Config) *Stage {
 	}
 	s.readAdmission = s.historyWindow.readAdmission()
 	s.toStart = s.toStartBuf[:0]
+	s.aliases = newAliasTokens(s)
 	s.hierToks = newHierarchyTokens(s)
 	s.pool.OnDetachedDone = s.forgetDetached
 	s.onCreated()

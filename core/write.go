@@ -95,19 +95,20 @@ type preparedWrite struct {
 	place column.Placement
 }
 
-// resolveAttribute returns the token for a token-or-string attribute argument.
+// resolveAttribute returns the token for a token-or-string attribute argument (an alias
+// resolved to its storage name, aliases.go).
 func (s *Stage) resolveAttribute(tok uint64, name, arg string) (uint64, error) {
 	if tok != 0 || name == "" {
 		if !s.validToken(tok) {
 			return 0, InvalidToken(arg, tok)
 		}
-		return tok, nil
+		return s.canonicalAttr(tok), nil
 	}
 	t, err := s.dict.InternToken(name)
 	if err != nil {
 		return 0, status.Errorf(status.InvalidArgument, "%s: %v", arg, err)
 	}
-	return t, nil
+	return s.canonicalAttr(t), nil
 }
 
 // InvalidToken is the error for an attribute argument arg holding token tok, which names no

@@ -1,6 +1,9 @@
 package pybind
 
 import (
+	"strconv"
+	"strings"
+
 	"github.com/ovstage-go/ovstage/abi"
 	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/internal/cptr"
@@ -45,4 +48,20 @@ func FetchQueryResult(stageID, query, timeoutNs uint64) (uintptr, error) {
 // ReleaseQueryResult frees the result of id (its query_result_id) returned by FetchQueryResult.
 func ReleaseQueryResult(id uint64) (bool, error) {
 	return call(func() (bool, error) { return releaseResult(&queryResults, id) })
+}
+
+// PrimsHolding is core.Stage.PrimsHolding: the path ids of the prims holding attribute token
+// attr in a column of semantic, space-separated ("" when none).
+func PrimsHolding(stageID, attr uint64, semantic int32) (string, error) {
+	return withStage(stageID, func(s *core.Stage) (string, error) {
+		prims, err := s.PrimsHolding(attr, semantic)
+		if err != nil {
+			return "", err
+		}
+		words := make([]string, len(prims))
+		for i, p := range prims {
+			words[i] = strconv.FormatUint(p, 10)
+		}
+		return strings.Join(words, " "), nil
+	})
 }

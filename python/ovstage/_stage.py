@@ -478,6 +478,13 @@ class Stage(_HierarchyMixin):
         except OvxError as exc:
             raise OvstageError(ErrorCode.INVALID_ARGUMENT, f"{what}: {exc.message}") from None
 
+    def _prims_holding(self, attribute: str, semantic: int) -> list[int]:
+        """Path ids of the prims whose committed state holds ``attribute`` in a column of
+        ``semantic`` (synchronous; used by population for STRING columns)."""
+        token = self._token(attribute, "attribute")
+        words = call(native.PrimsHolding, self._require_live("_prims_holding"), token, semantic)
+        return [int(w) for w in words.split()]
+
     def fetch_query_result(
         self, query: Query | int, timeout: int = TIMEOUT_INFINITE
     ) -> QueryResult:

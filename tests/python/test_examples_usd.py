@@ -61,13 +61,15 @@ def test_queries_example_output() -> None:
         "before sealing: 5 Mesh prims",
         "9 prims populated",
         # RENDERING: the authored attributes and the Mesh schema's fallbacks; PHYSICS (a
-        # collider): physics:collisionEnabled, usd-metadata:typeName; the derived transform.
+        # collider): physics:collisionEnabled, usd-metadata:typeName; the derived transform,
+        # reported under its storage names (omni:xform / omni:resetXformStack are aliases).
         "/World/Table carries 23 attributes:",
         "  cornerIndices, cornerSharpnesses, creaseIndices, creaseLengths, creaseSharpnesses, "
         "doubleSided,",
         "  faceVaryingLinearInterpolation, holeIndices, interpolateBoundary, "
-        "omni:resetXformStack,",
-        "  omni:xform, orientation, physics:collisionEnabled, purpose, subdivisionScheme,",
+        "omni:fabric:localMatrix,",
+        "  omni:fabric:resetXformStack, orientation, physics:collisionEnabled, purpose, "
+        "subdivisionScheme,",
         "  triangleSubdivisionRule, usd-ancestor-types, usd-metadata:typeName, usd-prim-type, "
         "usd-schemas,",
         "  visibility, xformOp:translate, xformOpOrder",

@@ -781,3 +781,55 @@ def test_a_redeclared_type_replaces_the_column(stage) -> None:
         (group,) = read_groups(stage, query, ["mass"], OrdinalRange.latest(2))
     assert group.values == {"/World/Box": 0.5}
     assert group.dtypes["/World/Box"] == (2, 32, 1)
+
+
+# -- an open replaces the op stream ------------------------------------------------------------
+
+
+def test_an_open_replaces_the_op_stream(stage) -> None:
+    first = pop.open_usd_from_string_async(stage, SCENE, 1)
+    change = pop.apply_usd_changes_async(stage, 2)
+    second = pop.open_usd_from_string_async(stage, OTHER, 3)
+    assert second.wait() is True
+    for old in (first, change):
+        with pytest.raises(OvstageError) as info:
+            old.wait()
+        assert info.value.code == ErrorCode.INVALID_HANDLE
+        assert "does not belong to this stage's current population stream" in info.value.message
+        assert "a later open replaced its stream" in info.value.message
+    # the ops of the replaced stream still ran, before the open that replaced it
+    assert values(stage, "mass", 3) == {"/World/Box": 9.0, "/World/Ball": 1.0}
+    assert values(stage, "count", 3) == {"/World/Box": 7, "/World/Group": 1}
+    # ids keep increasing: an id the current stream never issued is refused as well
+    with pytest.raises(OvstageError) as info:
+        pop.Operation(stage, ErrorCode.OK, second.op_id + 1).wait()
+    assert info.value.code == ErrorCode.INVALID_HANDLE
+    assert "a later open" not in info.value.message
+
+
+def test_a_failure_of_a_replaced_stream_is_reported_by_no_wait(stage) -> None:
+    pop.open_usd_from_string(stage, SCENE, 1, 0.0)
+    gate = Gate()
+    held = gate.hold(stage, 2)
+    update = pop.update_from_usd_time_async(stage, 3, 1.0)  # fails once it runs: floor 5
+    stage.advance_write_floor(5)
+    reopen = pop.open_usd_from_string_async(stage, OTHER, 6)
+    gate.release.set()
+    assert reopen.wait() is True, "the replaced stream's failure is not this wait's"
+    with pytest.raises(OvstageError) as info:
+        update.wait()
+    assert info.value.code == ErrorCode.INVALID_HANDLE
+    assert "at or below the write floor 5" in update.error_message()
+    with pytest.raises(OvstageError):
+        held.wait()
+
+
+def test_ops_other_than_opens_keep_the_stream(stage) -> None:
+    opened = pop.open_usd_from_string_async(stage, SCENE, 1)
+    later = [
+        pop.reset_usd_async(stage),
+        pop.apply_usd_changes_async(stage, 2),
+        pop.repopulate_usd_with_desc_async(stage, 3, 0.0, pop.Desc(domains=PopulationDomain.ALL)),
+    ]
+    for op in [*later, opened]:
+        assert op.wait() is True

@@ -5,11 +5,12 @@ imports: ``available()`` is False and every call raises ``OvstageError(NOT_SUPPO
 saying what to install.
 
 Every call is an op of the stage's population stream: ops run one at a time in submission
-order on a worker thread of the stage (stopped when the stage is destroyed). The ``_async``
-forms return a :class:`Operation` at once, or raise ``OvstageError`` when the call is refused
-(bad arguments, a destroyed stage, an ordinal at or below the stage's write floor, a call that
-needs a populated stage on one that never was); nothing ran then and the same ordinal may be
-used again. The blocking forms wait for the op (and every earlier one).
+order on a worker thread of the stage (stopped when the stage is destroyed). Each open starts
+a new stream: an op issued before the latest open can no longer be waited on (INVALID_HANDLE).
+The ``_async`` forms return a :class:`Operation` at once, or raise ``OvstageError`` when the
+call is refused (bad arguments, a destroyed stage, an ordinal at or below the stage's write
+floor, a call that needs a populated stage on one that never was); nothing ran then and the
+same ordinal may be used again. The blocking forms wait for the op (and every earlier one).
 
 A population reads everything it will write from USD first and only then writes it, through
 the stage's ordinary write path at the op's ordinal, one batched write per column. Opens
@@ -250,12 +251,15 @@ def _checked(what: str, check: Callable[[], Any]) -> Any:
         raise
 
 
-def _submit(stage: Stage, what: str, run: Callable[[], Any], value: Any = True) -> Operation:
+def _submit(
+    stage: Stage, what: str, run: Callable[[], Any], value: Any = True, *, replaces: bool = False
+) -> Operation:
+    """Submit one op to the stage's stream; ``replaces`` (opens): it starts a new stream."""
     from ._state import state_of
 
     state = state_of(stage)
     try:
-        op_id = state.stream.submit(what, run)
+        op_id = state.stream.submit(what, run, replaces=replaces)
     except OvstageError as exc:
         _refuse(exc.code, exc.message)
     return Operation(stage, ErrorCode.OK, op_id, value=value, name=what)
@@ -310,6 +314,7 @@ def _open_async(
         stage,
         what,
         lambda: state.run_open(layer, file, value, seconds, chosen, what, callback),
+        replaces=True,  # an open replaces the USD source, and with it the op stream
     )
 
 

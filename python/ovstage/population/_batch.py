@@ -76,6 +76,7 @@ _UNSEEN = object()
 
 _TOKEN = ColumnType(UINT, 64, 1, False)
 _TOKENS = ColumnType(UINT, 64, 1, True)
+_STRING_ID = _TOKEN  # the column type of a string as an id (what a pin turns to bytes)
 
 #: ``progress(done, total)``: prims read so far and prims in scope.
 Progress = Callable[[int, int], object]
@@ -270,6 +271,7 @@ class _PrimReader:
         self._fallbacks: dict[tuple[Any, ...], Any] = {}
         self._sampled: dict[SampledPrim, SampledPrim] = {}
         self._types: dict[tuple[PrimKind, str], Any] = {}
+        self.pins = getattr(interner, "string_pins", None)  # the op's StringPins, if any
 
     def _builtin_cells(self, entry: PrimScope, kind: tuple[Any, ...]) -> list[PackedCell]:
         """The reserved-name cells of a prim (``kind``: its type and applied schemas)."""
@@ -299,6 +301,15 @@ class _PrimReader:
             if isinstance(found, Cell):
                 found = PackedCell.of(found)
             self._fallbacks[key] = found
+        if (
+            self.pins is not None
+            and isinstance(found, PackedCell)
+            and found.ctype == _STRING_ID
+            and self.pins.pinned(str(prim.GetPath()), name)
+        ):
+            # a string this prim's STRING column pins to byte form: not the shared cell
+            attr = prim.GetAttribute(name)
+            return map_attribute(attr, name, self.time, self.interner, pins=self.pins)
         return found
 
     def _declared_type(self, prim: Any, kind: PrimKind, name: str) -> Any:
@@ -344,7 +355,12 @@ class _PrimReader:
             is_attribute = type(prop) is Usd.Attribute
             if is_attribute:
                 cell = map_attribute(
-                    prop, name, time, interner, type_name=self._declared_type(prim, kind, name)
+                    prop,
+                    name,
+                    time,
+                    interner,
+                    pins=self.pins,
+                    type_name=self._declared_type(prim, kind, name),
                 )
                 if cell is NO_VALUE:
                     continue  # an authored attribute without a value is not published
@@ -437,6 +453,7 @@ def read_time_samples(
     """Re-sample the time-varying part of populated prims of ``usd_stage`` at ``time``;
     prims already in ``batch`` (republished by the same op) keep the cells read there."""
     batch = Batch() if batch is None else batch
+    pins = getattr(interner, "string_pins", None)
     for i, (path, entry) in enumerate(sampled.items()):
         if checkpoint is not None and i % 1024 == 0:
             checkpoint()
@@ -448,7 +465,9 @@ def read_time_samples(
             attr = prim.GetAttribute(name)
             if not attr.IsValid():
                 continue
-            cell = map_property(attr, time, interner, previous=before.get(name), name=name)
+            cell = map_property(
+                attr, time, interner, previous=before.get(name), name=name, pins=pins
+            )
             if cell is not None:
                 batch.add(path, cell)
         if entry.transform:

@@ -41,6 +41,12 @@ opaque (and group, duration)           nothing
 
 An empty token, string, expression or asset half is id 0 (authored, so populated). ``extent``
 on an imageable prim is ``{Float,64,6}`` fixed: min then max.
+
+A ``string`` is *pinned to byte form* where the stage already holds that property of that prim
+as a STRING column (ragged UTF-8 bytes, written by a client or by an earlier population):
+the value is then written as a STRING row of its bytes (an empty string an empty row) in that
+column, instead of an id (:class:`StringPins`); a ``string[]`` there is skipped with a warning
+(ids cannot go into the column, which keeps its type and value).
 """
 
 from __future__ import annotations
@@ -62,7 +68,8 @@ INT, UINT, FLOAT, BOOL = 0, 1, 2, 6
 
 _log = logging.getLogger("ovstage.population")
 
-#: Public names of the derived transform columns.
+#: Public names of the derived transform columns (the stage stores them as
+#: ``omni:fabric:localMatrix`` / ``omni:fabric:resetXformStack`` and resolves either name).
 XFORM = "omni:xform"
 RESET_XFORM_STACK = "omni:resetXformStack"
 WORLD_MATRIX = "omni:fabric:worldMatrix"
@@ -98,12 +105,16 @@ class DictionaryInterner:
 
     The dictionary refuses empty strings; the empty token is id 0 here without asking it. A
     string the dictionary refuses raises OvstageError(INVALID_ARGUMENT) naming it.
+
+    Given the stage, it also carries the op's :class:`StringPins` (``string_pins``), which
+    the readers hand to :func:`map_property`.
     """
 
-    def __init__(self, dictionary: Any) -> None:
+    def __init__(self, dictionary: Any, stage: Any = None) -> None:
         self.dictionary = dictionary
         self._tokens: dict[str, int] = {"": 0}
         self._paths: dict[str, int] = {}
+        self.string_pins = None if stage is None else StringPins(stage, self)
 
     def token(self, text: str) -> int:
         found = self._tokens.get(text)
@@ -128,6 +139,25 @@ class DictionaryInterner:
                 ) from None
             self._paths[path] = found
         return found
+
+
+class StringPins:
+    """Which ``(prim, property)`` pairs the stage holds as STRING columns: the strings that
+    population keeps in byte form there. Asked of the stage once per property name, for one
+    op (the stage's committed state when first asked)."""
+
+    def __init__(self, stage: Any, interner: Interner) -> None:
+        self._stage = stage
+        self._interner = interner
+        self._by_name: dict[str, frozenset[int]] = {}
+
+    def pinned(self, prim_path: str, name: str) -> bool:
+        """Whether the string property ``name`` of prim ``prim_path`` is pinned to byte form."""
+        held = self._by_name.get(name)
+        if held is None:
+            ids = self._stage._prims_holding(name, int(AttributeSemantic.STRING))
+            held = self._by_name[name] = frozenset(ids)
+        return bool(held) and self._interner.path(prim_path) in held
 
 
 @dataclass(frozen=True)
@@ -483,6 +513,7 @@ def map_property(
     *,
     previous: ColumnType | None = None,
     string_bytes: bool = False,
+    pins: StringPins | None = None,
     name: str | None = None,
 ) -> Cell | None:
     """The cell of one attribute or relationship at ``time`` (a ``Usd.TimeCode``), or None.
@@ -498,8 +529,9 @@ def map_property(
     ``previous``: the column type this prim's column was populated with before; the cell is
     marked ``force`` when the type changed (:func:`needs_force`). ``string_bytes``: the column
     is pinned to byte form, so a ``string`` value becomes a STRING row of its UTF-8 bytes
-    (an empty string an empty row) instead of an id. ``name``: the property's name when the
-    caller knows it (asking USD for it is slow).
+    (an empty string an empty row) instead of an id; ``pins``: ask whether it is, for a
+    ``string`` value only. ``name``: the property's name when the caller knows it (asking USD
+    for it is slow).
     """
     if name is None:
         name = prop.GetName()
@@ -507,7 +539,7 @@ def map_property(
         return None
     kind = type(prop)  # an exact type test: isinstance on pxr classes is slow
     if kind is Usd.Attribute or (kind is not Usd.Relationship and isinstance(prop, Usd.Attribute)):
-        cell = map_attribute(prop, name, time, interner, string_bytes)
+        cell = map_attribute(prop, name, time, interner, string_bytes, pins)
         if cell is NO_VALUE:
             return None
     elif kind is Usd.Relationship or isinstance(prop, Usd.Relationship):
@@ -545,12 +577,14 @@ def map_attribute(
     time: Any,
     interner: Interner,
     string_bytes: bool = False,
+    pins: StringPins | None = None,
     type_name: Any = None,
 ) -> Cell | None:
     """The cell of attribute ``attr`` (named ``name``, never a :data:`NEVER_PUBLISHED` one) at
     ``time``, like :func:`map_property` (``force`` unset), except that an attribute without
-    a value gives :data:`NO_VALUE` rather than None. ``type_name``: the attribute's
-    ``Sdf.ValueTypeName`` when the caller knows it (a schema-declared attribute's)."""
+    a value gives :data:`NO_VALUE` rather than None. ``pins``: the op's string pins (see
+    :func:`map_property`); ``type_name``: the attribute's ``Sdf.ValueTypeName`` when the
+    caller knows it (a schema-declared attribute's)."""
     if type_name is None:
         type_name = attr.GetTypeName()
     declared = _DECLARED.get(type_name, _UNSEEN)
@@ -562,9 +596,19 @@ def map_attribute(
     if value is None:
         return NO_VALUE
     usd_type, is_array, _ = declared
-    if string_bytes and usd_type.reader == _STRING and not is_array and isinstance(value, str):
-        data = np.frombuffer(value.encode("utf-8"), dtype=np.uint8).copy()
-        return Cell(name, _STRING_BYTES, data)
+    if usd_type.reader == _STRING:
+        pinned = string_bytes or (pins is not None and pins.pinned(str(attr.GetPrimPath()), name))
+        if pinned and not is_array and isinstance(value, str):
+            data = np.frombuffer(value.encode("utf-8"), dtype=np.uint8).copy()
+            return Cell(name, _STRING_BYTES, data)
+        if pinned:
+            # ids cannot go into a STRING column: the column keeps its type and value
+            _log.warning(
+                "skipping %s: a %s cannot be written into its STRING column",
+                attr.GetPath(),
+                type_name,
+            )
+            return None
     try:
         row = _value_row(value, declared, interner)
     except _Unmappable as exc:
@@ -770,6 +814,7 @@ __all__ = [
     "ColumnType",
     "DictionaryInterner",
     "Interner",
+    "StringPins",
     "derived_transform_cells",
     "is_time_varying",
     "map_attribute",

@@ -59,8 +59,8 @@ def state_of(stage: Stage) -> PopulationState:
 
 
 def _interner(stage: Stage) -> DictionaryInterner:
-    """The token and path ids of ``stage``'s dictionary, cached for one op."""
-    return DictionaryInterner(PathDictionary(stage))
+    """The token and path ids of ``stage``'s dictionary and its string pins, for one op."""
+    return DictionaryInterner(PathDictionary(stage), stage)
 
 
 class PopulationState:

@@ -5,6 +5,12 @@ submission order and a single daemon worker thread runs the ops, so "every op up
 finished" is simply "the last finished id is at least ``id``". A wait reports each failure
 exactly once: to the first wait, from any thread, whose id range includes it.
 
+An open replaces the stream (``submit(..., replaces=True)``): its id is the first of the new
+current stream, and ids issued before it belong to a replaced stream, which waits refuse with
+INVALID_HANDLE (their failures are reported by no wait). Ids keep increasing across
+replacements and the ops still run in submission order, so the ops queued before an open run
+before it.
+
 The worker never keeps the stage alive between ops (it holds the stream, the stream holds the
 stage weakly), never lets an exception escape (each op's error is recorded), and is stopped
 and joined when the stage is destroyed: ops that had not started then fail, the running one
@@ -60,6 +66,7 @@ class OpStream:
         self._cond = threading.Condition()
         self._queue: collections.deque[_Job] = collections.deque()
         self._next_id = 1
+        self._first_id = 1  # the first id of the current stream (an open replaces it)
         self._finished_upto = 0  # every id <= this has finished (ops run in id order)
         self._errors: dict[int, tuple[int, str]] = {}  # failed id -> (code, message)
         self._unreported: set[int] = set()
@@ -69,9 +76,10 @@ class OpStream:
 
     # -- submission ---------------------------------------------------------------------
 
-    def submit(self, name: str, run: Callable[[], Any]) -> int:
+    def submit(self, name: str, run: Callable[[], Any], *, replaces: bool = False) -> int:
         """Queue ``run`` (called on the worker; its return value is the op's payload, an
-        exception its failure) and return the op's id."""
+        exception its failure) and return the op's id; ``replaces``: the op starts a new
+        current stream (earlier ids can no longer be waited on)."""
         with self._cond:
             if self._stopping:
                 raise StreamStopped(
@@ -79,6 +87,9 @@ class OpStream:
                 )
             op_id = self._next_id
             self._next_id += 1
+            if replaces:
+                self._first_id = op_id
+                self._unreported = {i for i in self._unreported if i >= op_id}
             self._queue.append(_Job(op_id, name, run))
             if self._thread is None:
                 self._thread = threading.Thread(
@@ -89,8 +100,12 @@ class OpStream:
         return op_id
 
     def issued(self, op_id: int) -> bool:
-        """Whether this stream issued ``op_id``."""
+        """Whether this stage's population issued ``op_id`` (in any stream, replaced or not)."""
         return 0 < op_id < self._next_id
+
+    def current(self, op_id: int) -> bool:
+        """Whether ``op_id`` belongs to the current stream (issued since the last open)."""
+        return self._first_id <= op_id < self._next_id
 
     def payload(self, op_id: int) -> Any:
         """What a finished op returned (None if it failed or returned nothing)."""
@@ -129,7 +144,8 @@ class OpStream:
             with self._cond:
                 if outcome is not None:
                     self._errors[job.op_id] = outcome
-                    self._unreported.add(job.op_id)
+                    if job.op_id >= self._first_id:  # a replaced stream's is never reported
+                        self._unreported.add(job.op_id)
                 elif payload is not None:
                     self._payloads[job.op_id] = payload
                 self._finished_upto = job.op_id
@@ -169,11 +185,13 @@ class OpStream:
     def wait(self, op_id: int, timeout_ns: int = TIMEOUT_INFINITE) -> WaitResult:
         """Wait until every op with an id up to ``op_id`` finished (``timeout_ns`` 0 polls).
 
-        Raises OvstageError(INVALID_HANDLE) for an id this stream never issued."""
-        if not self.issued(op_id):
+        Raises OvstageError(INVALID_HANDLE) for an id the current stream did not issue."""
+        if not self.current(op_id):
+            replaced = " (a later open replaced its stream)" if self.issued(op_id) else ""
             raise OvstageError(
                 ErrorCode.INVALID_HANDLE,
-                f"operation id {op_id} does not belong to this stage's population stream",
+                f"operation id {op_id} does not belong to this stage's current population "
+                f"stream{replaced}",
             )
         deadline = None if timeout_ns == TIMEOUT_INFINITE else time.monotonic() + timeout_ns / 1e9
         with self._cond:
@@ -191,7 +209,7 @@ class OpStream:
                     if left <= 0:
                         return WaitResult(ErrorCode.TIMEOUT, [], self._finished_upto + 1)
                 self._cond.wait(left)
-            failed = sorted(i for i in self._unreported if i <= op_id)
+            failed = sorted(i for i in self._unreported if self._first_id <= i <= op_id)
             self._unreported.difference_update(failed)
         if failed:
             return WaitResult(ErrorCode.OP_FAILED, failed)
