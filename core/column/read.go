@@ -156,15 +156,13 @@ func (c *Column) ReadSnapshot(prims []uint64, prev *Selection, b Bounds, describ
 	if err := c.admitSnapshotLocked(sel.keys, b, describe); err != nil {
 		return sel, sel, Snapshot{}, err
 	}
-	if c.servesVersionLocked(b.End) {
-		if from := c.imagesAfterLocked(b.End); from < len(c.ver.images) {
-			// Sealed changes after the end replaced some of its state: rebuild it.
-			queryIdx, rows, snap, err := c.versionSnapshotLocked(prims, b.End, from)
-			if err != nil {
-				return sel, sel, Snapshot{}, err
-			}
-			return sel, &Selection{QueryIdx: queryIdx, Rows: rows, Count: len(rows)}, snap, nil
+	if from, ok := c.versionAtLocked(b.End); ok {
+		// Sealed changes after the end replaced some of its state (snapshot_at.go).
+		picked, snap, err := c.versionSnapshotLocked(prims, sel, b.End, from)
+		if err != nil {
+			return sel, sel, Snapshot{}, err
 		}
+		return sel, picked, snap, nil
 	}
 	if sel.Count == 0 {
 		return sel, sel, Snapshot{Layout: c.layout}, nil
