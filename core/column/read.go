@@ -307,6 +307,9 @@ func (c *Column) SelectRange(prims []uint64, b Bounds, describe func(prim uint64
 		unsealed // an unsealed change in range
 		after    // a change after the range that rule 2 counts
 	)
+	// Inside the history window a sealed change after the range does not refuse it: the keys'
+	// state at End is served from the versions (snapshot_at.go).
+	from, versioned := c.versionAtLocked(b.End)
 	marks := make([]uint8, c.rows.len())
 	firstUnsealed, firstAfter := map[int32]uint64{}, map[int32]uint64{}
 	i := sort.Search(len(c.records), func(i int) bool { return c.records[i].ordinal >= b.Start })
@@ -322,7 +325,7 @@ func (c *Column) SelectRange(prims []uint64, b Bounds, describe func(prim uint64
 					}
 				}
 			}
-		case b.End != Current && (rec.ordinal <= c.foldedTo || b.Admission == ReferenceParity):
+		case b.End != Current && !versioned && (rec.ordinal <= c.foldedTo || b.Admission == ReferenceParity):
 			for _, r := range rec.rows {
 				marks[r] |= after
 				if _, ok := firstAfter[r]; !ok {
@@ -337,7 +340,7 @@ func (c *Column) SelectRange(prims []uint64, b Bounds, describe func(prim uint64
 			case o == 0 || o < b.Start:
 			case o <= b.End:
 				marks[r] |= inRange
-			case b.End != Current:
+			case b.End != Current && !versioned:
 				marks[r] |= after
 				if _, ok := firstAfter[r]; !ok || o < firstAfter[r] {
 					firstAfter[r] = o
@@ -360,6 +363,9 @@ func (c *Column) SelectRange(prims []uint64, b Bounds, describe func(prim uint64
 		if r, ok := rowOf(p); ok && marks[r]&after != 0 {
 			return RangeSelection{}, c.outOfRange(describe(p), firstAfter[r], b)
 		}
+	}
+	if versioned {
+		return c.versionRangeLocked(prims, rowOf, b.End, from)
 	}
 	var sel RangeSelection
 	var tombRows []int32

@@ -55,16 +55,6 @@ func (c *Column) versionSnapshotLocked(prims []uint64, sel *Selection, end uint6
 		return c.sameKeysSnapshotLocked(sel, end, from)
 	}
 	keys := c.keysAtLocked(from)
-	var (
-		st     *versionState
-		arrays []arrayRow
-		err    error
-	)
-	if c.Schema.IsArray {
-		arrays = c.arraysAtLocked(from)
-	} else if st, err = c.stateBeforeLocked(from); err != nil {
-		return nil, Snapshot{}, err
-	}
 	picked := &Selection{}
 	identity := true
 	for i, p := range prims {
@@ -82,24 +72,71 @@ func (c *Column) versionSnapshotLocked(prims []uint64, sel *Selection, end uint6
 	if picked.Count == len(prims) {
 		picked.QueryIdx = nil
 	}
+	snap, err := c.pinAtLocked(from, picked.Rows, identity)
+	if err != nil {
+		return nil, Snapshot{}, err
+	}
+	snap.Ordinal = c.newestSealedAtLocked(picked.Rows, end)
+	return picked, snap, nil
+}
+
+// versionRangeLocked splits the keys of prims that rowOf selects (a change inside a range
+// ending at end, images after end from the first) by their state at end: values, pinned at
+// end, and tombstones.
+func (c *Column) versionRangeLocked(prims []uint64, rowOf func(uint64) (int32, bool), end uint64, from int) (RangeSelection, error) {
+	keys := c.keysAtLocked(from)
+	var sel RangeSelection
+	var tombRows []int32
+	for i, p := range prims {
+		r, ok := rowOf(p)
+		switch {
+		case !ok:
+		case keys[r].deleted:
+			sel.TombQueryIdx = append(sel.TombQueryIdx, uint32(i))
+			tombRows = append(tombRows, r)
+		default:
+			sel.ValueQueryIdx = append(sel.ValueQueryIdx, uint32(i))
+			sel.ValueRows = append(sel.ValueRows, r)
+		}
+	}
+	if len(sel.ValueRows) > 0 {
+		var err error
+		if sel.Values, err = c.pinAtLocked(from, sel.ValueRows, isIdentity(sel.ValueRows)); err != nil {
+			return RangeSelection{}, err
+		}
+		sel.Values.Ordinal = c.newestSealedAtLocked(sel.ValueRows, end)
+	}
+	if len(tombRows) > 0 {
+		sel.TombOrdinal = c.newestSealedAtLocked(tombRows, end)
+	}
+	return sel, nil
+}
+
+// pinAtLocked pins rows (keys with a value then) of the state before image from.
+func (c *Column) pinAtLocked(from int, rows []int32, identity bool) (Snapshot, error) {
 	snap := Snapshot{Layout: c.layout}
-	switch {
-	case picked.Count == 0:
-	case c.Schema.IsArray:
-		snap.Views = make([]View, picked.Count)
-		for k, r := range picked.Rows {
+	if len(rows) == 0 {
+		return snap, nil
+	}
+	if c.Schema.IsArray {
+		arrays := c.arraysAtLocked(from)
+		snap.Views = make([]View, len(rows))
+		for k, r := range rows {
 			a := arrays[r]
 			if a.buf.Valid() {
 				a.buf = a.buf.Retain()
 			}
 			snap.Views[k] = View{Buffer: a.buf, ByteOffset: a.off, Rows: a.n}
 		}
-	default:
-		snap.Views = []View{{Buffer: st.buf.Retain(), Rows: int64(st.rows)}}
-		snap.Dense = identity && picked.Count == st.rows
+		return snap, nil
 	}
-	snap.Ordinal = c.newestSealedAtLocked(picked.Rows, end)
-	return picked, snap, nil
+	st, err := c.stateBeforeLocked(from)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	snap.Views = []View{{Buffer: st.buf.Retain(), Rows: int64(st.rows)}}
+	snap.Dense = identity && len(rows) == st.rows
+	return snap, nil
 }
 
 // sameKeysSnapshotLocked is a fixed snapshot at end when the folds after it changed values
