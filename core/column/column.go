@@ -374,7 +374,7 @@ func (c *Column) sealRunLocked(run []*Delta, target Placement) error {
 		if err := c.moveToLocked(target); err != nil {
 			return err
 		}
-		c.dropAllVersionsLocked() // the images are in the old placement
+		c.moveVersionsLocked(target)
 	}
 	im := c.beginImageLocked(run)
 	for _, d := range run {

@@ -176,8 +176,42 @@ func (c *Column) trimVersionsLocked() {
 	}
 }
 
-// dropAllVersionsLocked forgets every image (the column moved to another placement: its
-// images are in the old one).
+// moveVersionsLocked moves a fixed column's images with it to placement to, so snapshots
+// behind the floor stay served after a change placed elsewhere. Array columns (whose images
+// share payload buffers with their rows), or a failed move, drop every image instead, which
+// raises the frontier (get_oldest_preserved_ordinal reports it).
+func (c *Column) moveVersionsLocked(to Placement) {
+	for len(c.ver.cached) > 0 { // materialised states are rebuilt where the column is now
+		c.uncacheStateLocked(c.ver.cached[0])
+	}
+	if c.Schema.IsArray {
+		c.dropAllVersionsLocked()
+		return
+	}
+	move := func(b *buffer.Buffer) bool {
+		if !b.Valid() {
+			return true
+		}
+		nb, err := c.placer.Move(*b, to)
+		if err != nil {
+			return false // *b is still ours: dropped with its image
+		}
+		*b = nb
+		return true
+	}
+	for _, im := range c.ver.images {
+		ok := move(&im.buf)
+		for i := range im.parts {
+			ok = ok && move(&im.parts[i].buf)
+		}
+		if !ok {
+			c.dropAllVersionsLocked()
+			return
+		}
+	}
+}
+
+// dropAllVersionsLocked forgets every image.
 func (c *Column) dropAllVersionsLocked() {
 	if n := len(c.ver.images); n > 0 {
 		c.dropVersionsLocked(c.ver.images[n-1].ordinal)
