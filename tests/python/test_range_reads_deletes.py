@@ -295,7 +295,9 @@ def test_deleted_then_rewritten_key_is_out_of_range_for_the_delete(
     assert latest(stage, history, "t", 5) == {"/A": 4.0, "/B": 50.0, "/C": 3.0}
 
 
-def test_deleted_then_rewritten_key_is_a_tombstone_at_the_delete(stage, history, make_query) -> None:
+def test_deleted_then_rewritten_key_is_a_tombstone_at_the_delete(
+    stage, history, make_query
+) -> None:
     # The history window: [4, 4] ends before /B's re-creation at 5, so /B is a tombstone there.
     b = make_query(["/B"])
     stage.delete_attributes(b, ["t"], 4).wait()
