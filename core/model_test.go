@@ -800,9 +800,9 @@ type mSpan struct {
 // the end is WRITE_FLOOR_VIOLATION; else a change after the end (ours: a sealed one; never
 // for current values) is OUT_OF_RANGE; else the sealed state, which is the state at the end.
 //
-// served: the read is a snapshot inside the history window (at or above its column's
-// version frontier): a change after the end never refuses it, and the key shows its newest
-// sealed change at or before the end.
+// served: the read (a snapshot or a range) ends inside the history window (at or above its
+// column's version frontier): a change after the end never refuses it, and the key shows its
+// newest sealed change at or before the end.
 func keyOutcome(applied []mChange, floor uint64, span mSpan, parity, served bool) string {
 	hasRow, inRange, unsealedIn, after := false, false, false, false
 	var sealed []mChange
@@ -926,7 +926,7 @@ func (m *goModel) expectRead(paths, attrs []uint64, span mSpan, parity bool, win
 			if k.attr != a || !slices.Contains(paths, k.prim) {
 				continue
 			}
-			served := window > 0 && !span.isRange && span.end != column.Current && span.end >= m.versionFrontier(k, window)
+			served := window > 0 && span.end != column.Current && span.end >= m.versionFrontier(k, window)
 			exp.outcomes[k] = m.keyOutcomes(k, floor, span, parity, served)
 			var sealed []mChange
 			for _, c := range changes {

@@ -42,13 +42,24 @@ func (s *Stage) newColumnVersionsLocked(c *column.Column) {
 	c.SetVersionWindow(s.historyWindow.Ordinals)
 }
 
-// trimVersions keeps the stage's retained versions within its memory budget, dropping the
-// oldest ordinals' images first (which raises the oldest preserved ordinal).
+// trimVersions keeps the stage's retained versions within its memory budget: first the
+// materialised states of lagging reads go (they can be rebuilt), then the oldest ordinals'
+// images (which raises the oldest preserved ordinal).
 func (s *Stage) trimVersions() {
 	if s.historyWindow.Ordinals == 0 {
 		return
 	}
 	cols := s.allColumns()
+	total := int64(0)
+	for _, c := range cols {
+		total += c.VersionBytes()
+	}
+	if total <= int64(s.historyWindow.Bytes) {
+		return
+	}
+	for _, c := range cols {
+		c.DropVersionStates()
+	}
 	for {
 		total := int64(0)
 		oldest, col := ^uint64(0), (*column.Column)(nil)

@@ -177,8 +177,9 @@ func TestWindowSharesWhatDidNotChange(t *testing.T) {
 		f.seal(o)
 	}
 	col := f.s.columns[f.attr][0]
-	// Each version: the changed rows' 4 bytes, plus their row index and key state (6 bytes).
-	assert.Equal(t, int64(k)*int64(changed)*(4+6), col.VersionBytes(), "K x the changed rows, not K x %d rows", rows)
+	// Each version: the changed rows' 4 bytes plus their row index (4 bytes); their key states
+	// (values before and after) are kept once per version, not per row.
+	assert.Equal(t, int64(k)*int64(changed)*(4+4), col.VersionBytes(), "K x the changed rows, not K x %d rows", rows)
 	assert.Less(t, col.VersionBytes(), int64(rows*4), "less than one copy of the column")
 
 	// Whole-column writes: the version at N is the buffer that was sealed at N.

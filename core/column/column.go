@@ -374,15 +374,16 @@ func (c *Column) sealRunLocked(run []*Delta, target Placement) error {
 		if err := c.moveToLocked(target); err != nil {
 			return err
 		}
-		c.dropAllVersionsLocked() // the images are in the old placement
+		c.moveVersionsLocked(target)
 	}
-	if err := c.captureLocked(run); err != nil {
-		return err
-	}
+	im := c.beginImageLocked(run)
 	for _, d := range run {
 		if d.Payload.Valid() {
 			p, err := c.placer.Move(d.Payload, target)
 			if err != nil {
+				if im != nil {
+					im.release()
+				}
 				return err
 			}
 			d.Payload = p
@@ -392,9 +393,12 @@ func (c *Column) sealRunLocked(run []*Delta, target Placement) error {
 		for _, d := range run {
 			c.applyArray(d)
 		}
+		c.addImageLocked(im)
 		return nil
 	}
-	return c.applyFixed(run)
+	err := c.applyFixed(run, im)
+	c.addImageLocked(im) // what was applied is undone by it, even after a failed copy
+	return err
 }
 
 func (c *Column) markSealed(r int32, d *Delta) {
@@ -407,7 +411,9 @@ func (c *Column) markSealed(r int32, d *Delta) {
 	c.sealedOrdinal = max(c.sealedOrdinal, d.Ordinal)
 }
 
-func (c *Column) applyFixed(fold []*Delta) error {
+// applyFixed folds deltas into the sealed buffer; im (nil: no window) saves what a partial
+// fold replaces, part i for fold[i].
+func (c *Column) applyFixed(fold []*Delta, im *priorImage) error {
 	nrows := c.rows.len()
 	start := 0
 	for i := len(fold) - 1; i >= 0; i-- {
@@ -436,9 +442,15 @@ func (c *Column) applyFixed(fold []*Delta) error {
 	if old.Valid() {
 		defer old.Release() // deferred calls run after the Flush below: copies may read it
 	}
-	for _, d := range fold[start:] {
+	for i, d := range fold[start:] {
 		if !d.Tombstone { // a tombstone only marks keys; its rows keep their bytes
-			if err := c.store.Copy(c.sealed, d.Payload, rowRuns(d.Rows, d.Src, c.rowBytes)); err != nil {
+			var err error
+			if im != nil && !im.whole {
+				err = c.saveAndApplyLocked(d, &im.parts[start+i])
+			} else {
+				err = c.store.Copy(c.sealed, d.Payload, rowRuns(d.Rows, d.Src, c.rowBytes))
+			}
+			if err != nil {
 				_ = c.store.Flush(c.sealed)
 				return err
 			}
@@ -585,6 +597,6 @@ func (c *Column) Close() {
 	for _, im := range c.ver.images {
 		im.release()
 	}
-	c.ver.images, c.ver.bytes = nil, 0
+	c.ver.images, c.ver.cached, c.ver.bytes = nil, nil, 0
 	c.store.Close()
 }

@@ -156,15 +156,13 @@ func (c *Column) ReadSnapshot(prims []uint64, prev *Selection, b Bounds, describ
 	if err := c.admitSnapshotLocked(sel.keys, b, describe); err != nil {
 		return sel, sel, Snapshot{}, err
 	}
-	if c.servesVersionLocked(b.End) {
-		if from := c.imagesAfterLocked(b.End); from < len(c.ver.images) {
-			// Sealed changes after the end replaced some of its state: rebuild it.
-			queryIdx, rows, snap, err := c.versionSnapshotLocked(prims, b.End, from)
-			if err != nil {
-				return sel, sel, Snapshot{}, err
-			}
-			return sel, &Selection{QueryIdx: queryIdx, Rows: rows, Count: len(rows)}, snap, nil
+	if from, ok := c.versionAtLocked(b.End); ok {
+		// Sealed changes after the end replaced some of its state (snapshot_at.go).
+		picked, snap, err := c.versionSnapshotLocked(prims, sel, b.End, from)
+		if err != nil {
+			return sel, sel, Snapshot{}, err
 		}
+		return sel, picked, snap, nil
 	}
 	if sel.Count == 0 {
 		return sel, sel, Snapshot{Layout: c.layout}, nil
@@ -309,6 +307,9 @@ func (c *Column) SelectRange(prims []uint64, b Bounds, describe func(prim uint64
 		unsealed // an unsealed change in range
 		after    // a change after the range that rule 2 counts
 	)
+	// Inside the history window a sealed change after the range does not refuse it: the keys'
+	// state at End is served from the versions (snapshot_at.go).
+	from, versioned := c.versionAtLocked(b.End)
 	marks := make([]uint8, c.rows.len())
 	firstUnsealed, firstAfter := map[int32]uint64{}, map[int32]uint64{}
 	i := sort.Search(len(c.records), func(i int) bool { return c.records[i].ordinal >= b.Start })
@@ -324,7 +325,7 @@ func (c *Column) SelectRange(prims []uint64, b Bounds, describe func(prim uint64
 					}
 				}
 			}
-		case b.End != Current && (rec.ordinal <= c.foldedTo || b.Admission == ReferenceParity):
+		case b.End != Current && !versioned && (rec.ordinal <= c.foldedTo || b.Admission == ReferenceParity):
 			for _, r := range rec.rows {
 				marks[r] |= after
 				if _, ok := firstAfter[r]; !ok {
@@ -339,7 +340,7 @@ func (c *Column) SelectRange(prims []uint64, b Bounds, describe func(prim uint64
 			case o == 0 || o < b.Start:
 			case o <= b.End:
 				marks[r] |= inRange
-			case b.End != Current:
+			case b.End != Current && !versioned:
 				marks[r] |= after
 				if _, ok := firstAfter[r]; !ok || o < firstAfter[r] {
 					firstAfter[r] = o
@@ -362,6 +363,9 @@ func (c *Column) SelectRange(prims []uint64, b Bounds, describe func(prim uint64
 		if r, ok := rowOf(p); ok && marks[r]&after != 0 {
 			return RangeSelection{}, c.outOfRange(describe(p), firstAfter[r], b)
 		}
+	}
+	if versioned {
+		return c.versionRangeLocked(prims, rowOf, b.End, from)
 	}
 	var sel RangeSelection
 	var tombRows []int32

@@ -1,7 +1,7 @@
 package column
 
 import (
-	"sort"
+	"unsafe"
 
 	"github.com/ovstage-go/ovstage/core/buffer"
 )
@@ -14,7 +14,35 @@ import (
 // Only changed rows are copied, so K versions cost about K times the changed bytes; a fold
 // that replaces the whole column keeps the replaced buffer itself (no copy).
 
+// priorKeys are the key states some rows had before a fold: one state for all of them while
+// they agree (the common case: values overwriting values), else one per row.
+type priorKeys struct {
+	uniform key
+	states  []key // nil while every row had uniform
+}
+
+func (p *priorKeys) get(k int) key {
+	if p.states == nil {
+		return p.uniform
+	}
+	return p.states[k]
+}
+
+// undoPart is what one delta of a fold replaced.
+type undoPart struct {
+	rows []int32 // the delta's rows (shared with the delta and its record: never mutated)
+	keys priorKeys
+	// buf (fixed columns): the prior bytes of rows[k] at k*rowBytes. Invalid for a tombstone,
+	// which leaves the bytes as they were. Often the delta's own payload, whose rows were
+	// swapped with the sealed ones (swapInLocked): no allocation and no second copy.
+	buf buffer.Buffer
+	// arrays (array columns): the prior ragged row of rows[k] (held references).
+	arrays []arrayRow
+}
+
 // priorImage is the state of some rows just before the fold of one ordinal changed them.
+// Putting its parts back newest first, and each part's rows last first, restores that state
+// even when a row appears twice (the later occurrence saved the earlier one's value).
 type priorImage struct {
 	ordinal uint64
 	// whole: the fold replaced every row; buf is the replaced buffer (row r at r*rowBytes,
@@ -22,26 +50,52 @@ type priorImage struct {
 	whole     bool
 	bufRows   int
 	wholeKeys keyStore
-	// rows and keys: the rows the fold changed and their prior key states.
-	rows []int32
-	keys []key
-	// buf (fixed columns): the prior bytes of rows[i] at i*rowBytes (not whole).
-	buf buffer.Buffer
-	// arrays (array columns): the prior ragged row of rows[i] (held references).
-	arrays []arrayRow
-	bytes  int64
+	buf       buffer.Buffer
+	parts     []undoPart
+	// keysChange: some key's state before the fold differs from its state after (a value
+	// appeared or was deleted), so a snapshot across this fold selects other rows than a
+	// current read.
+	keysChange bool
+	bytes      int64
+	// state caches the column's state just before this fold: what every snapshot between the
+	// previous image's ordinal and this one's is served from (versionState).
+	state *versionState
 }
 
 func (im *priorImage) release() {
 	if im.buf.Valid() {
 		im.buf.Release()
 	}
-	for _, a := range im.arrays {
-		if a.buf.Valid() {
-			a.buf.Release()
+	for _, p := range im.parts {
+		if p.buf.Valid() {
+			p.buf.Release()
+		}
+		for _, a := range p.arrays {
+			if a.buf.Valid() {
+				a.buf.Release()
+			}
 		}
 	}
+	if im.state != nil && im.state.buf.Valid() {
+		im.state.buf.Release()
+	}
 }
+
+// versionState is a fixed column's materialised state before one fold: readers at any
+// ordinal it serves share its buffer (zero-copy, like readers at the floor share the sealed
+// buffer). It never changes: later folds only add images after it.
+type versionState struct {
+	buf     buffer.Buffer
+	rows    int
+	bytes   int64 // memory it holds beyond the images (0 when it is an image's own buffer)
+	ordSel  *Selection
+	ordEnd  uint64
+	ordinal uint64
+}
+
+// maxCachedStates bounds the materialised states a column keeps (each can be a column-sized
+// buffer): a lagging reader and one more reading behind the floor.
+const maxCachedStates = 2
 
 // versions holds a column's prior images in fold order (ordinals nondecreasing).
 type versions struct {
@@ -52,12 +106,8 @@ type versions struct {
 	// image was dropped (a read before it would need that image).
 	frontier uint64
 	bytes    int64
-	// seen and runs are scratch space of captureLocked, reused seal after seal (a seal of
-	// 10k scattered rows needs a row set the size of the column and 10k copy runs; allocating
-	// them each time made the garbage collector a large part of a windowed producer's cost).
-	// Under the column's lock; seen is all zero between captures.
-	seen rowSet
-	runs []Run
+	// cached lists the images whose state is materialised, least recently read first.
+	cached []*priorImage
 }
 
 // SetVersionWindow sets how many ordinals behind its floor the column serves snapshots at
@@ -105,6 +155,7 @@ func (c *Column) dropVersionsLocked(upTo uint64) {
 	for n < len(c.ver.images) && c.ver.images[n].ordinal <= upTo {
 		im := c.ver.images[n]
 		c.ver.frontier = max(c.ver.frontier, im.ordinal)
+		c.uncacheStateLocked(im)
 		c.ver.bytes -= im.bytes
 		im.release()
 		n++
@@ -125,8 +176,42 @@ func (c *Column) trimVersionsLocked() {
 	}
 }
 
-// dropAllVersionsLocked forgets every image (the column moved to another placement: its
-// images are in the old one).
+// moveVersionsLocked moves a fixed column's images with it to placement to, so snapshots
+// behind the floor stay served after a change placed elsewhere. Array columns (whose images
+// share payload buffers with their rows), or a failed move, drop every image instead, which
+// raises the frontier (get_oldest_preserved_ordinal reports it).
+func (c *Column) moveVersionsLocked(to Placement) {
+	for len(c.ver.cached) > 0 { // materialised states are rebuilt where the column is now
+		c.uncacheStateLocked(c.ver.cached[0])
+	}
+	if c.Schema.IsArray {
+		c.dropAllVersionsLocked()
+		return
+	}
+	move := func(b *buffer.Buffer) bool {
+		if !b.Valid() {
+			return true
+		}
+		nb, err := c.placer.Move(*b, to)
+		if err != nil {
+			return false // *b is still ours: dropped with its image
+		}
+		*b = nb
+		return true
+	}
+	for _, im := range c.ver.images {
+		ok := move(&im.buf)
+		for i := range im.parts {
+			ok = ok && move(&im.parts[i].buf)
+		}
+		if !ok {
+			c.dropAllVersionsLocked()
+			return
+		}
+	}
+}
+
+// dropAllVersionsLocked forgets every image.
 func (c *Column) dropAllVersionsLocked() {
 	if n := len(c.ver.images); n > 0 {
 		c.dropVersionsLocked(c.ver.images[n-1].ordinal)
@@ -143,105 +228,139 @@ func (c *Column) imageOrdinal(ordinal uint64) uint64 {
 	return ordinal
 }
 
-func (c *Column) addImage(im *priorImage) {
+// addImageLocked keeps a finished image.
+func (c *Column) addImageLocked(im *priorImage) {
+	if im == nil {
+		return
+	}
+	for _, p := range im.parts {
+		im.bytes += int64(len(p.rows))*4 + int64(len(p.keys.states))*2
+		if p.buf.Valid() {
+			im.bytes += int64(p.buf.Size())
+		}
+		for _, a := range p.arrays {
+			im.bytes += 16 + a.n*int64(c.rowBytes) // the row's share of its (shared) payload
+		}
+	}
 	c.ver.images = append(c.ver.images, im)
 	c.ver.bytes += im.bytes
 }
 
-// changedRows is the union of the rows of run, in first-seen order.
-func (c *Column) changedRows(run []*Delta) []int32 {
-	total := 0
-	for _, d := range run {
-		total += len(d.Rows)
-	}
-	if n := (c.rows.len() + 63) / 64; len(c.ver.seen) < n {
-		c.ver.seen = make(rowSet, n)
-	}
-	seen := c.ver.seen
-	rows := make([]int32, 0, total) // the image keeps it
-	for _, d := range run {
-		for _, r := range d.Rows {
-			if seen.add(r) {
-				rows = append(rows, r)
-			}
-		}
-	}
-	for _, r := range rows {
-		seen[int(r)>>6] = 0 // leave the scratch set empty for the next capture
-	}
-	return rows
-}
-
-// captureLocked records what run (deltas of one ordinal, in one placement) is about to change.
-func (c *Column) captureLocked(run []*Delta) error {
+// beginImageLocked starts the image of run (deltas of one ordinal, in one placement) before
+// it folds: the key states it replaces, and for array columns the replaced rows. A fixed
+// partial fold's bytes are saved as it applies (saveAndApplyLocked). Nil: no window.
+func (c *Column) beginImageLocked(run []*Delta) *priorImage {
 	if c.ver.keep == 0 || len(run) == 0 {
 		return nil
 	}
 	im := &priorImage{ordinal: c.imageOrdinal(run[0].Ordinal)}
-	if c.Schema.IsArray {
-		im.rows = c.changedRows(run)
-		im.keys = make([]key, len(im.rows))
-		im.arrays = make([]arrayRow, len(im.rows))
-		for i, r := range im.rows {
-			im.keys[i] = c.keys.get(r)
-			a := c.arrays[r]
-			if a.buf.Valid() {
-				a.buf = a.buf.Retain()
+	if !c.Schema.IsArray {
+		nrows := c.rows.len()
+		for _, d := range run {
+			if c.coversWholeColumn(d, nrows) {
+				// The run replaces the sealed buffer: keep it as it is.
+				im.whole, im.bufRows = true, c.sealedRows
+				if c.sealedRows > 0 { // else nothing was sealed: no key is visible before the run
+					im.buf = c.sealed.Retain()
+				}
+				im.wholeKeys = c.keys.clone()
+				im.keysChange = c.keys.anyNotVisible()
+				im.bytes = int64(len(im.wholeKeys.states)) * 2
+				if im.buf.Valid() {
+					im.bytes += int64(im.buf.Size())
+				}
+				return im
 			}
-			im.arrays[i] = a
-			im.bytes += 16 + a.n*int64(c.rowBytes) // the row's share of its (shared) payload
 		}
-		c.addImage(im)
+	}
+	im.parts = make([]undoPart, len(run))
+	for i, d := range run {
+		p := &im.parts[i]
+		p.rows = d.Rows
+		after := key{hasSealed: true, deleted: d.Tombstone}
+		for k, r := range d.Rows {
+			before := c.keys.get(r)
+			if before != after {
+				im.keysChange = true
+			}
+			switch {
+			case k == 0:
+				p.keys.uniform = before
+			case p.keys.states == nil && before != p.keys.uniform:
+				p.keys.states = make([]key, len(d.Rows))
+				for j := range k {
+					p.keys.states[j] = p.keys.uniform
+				}
+				fallthrough
+			case p.keys.states != nil:
+				p.keys.states[k] = before
+			}
+		}
+		if c.Schema.IsArray {
+			p.arrays = make([]arrayRow, len(d.Rows))
+			for k, r := range d.Rows {
+				a := c.arrays[r]
+				if a.buf.Valid() {
+					a.buf = a.buf.Retain()
+				}
+				p.arrays[k] = a
+			}
+		}
+	}
+	return im
+}
+
+// saveAndApplyLocked applies write d to the (writable) sealed buffer, saving the bytes it
+// replaces into part. A host payload of its own, row k for row k, is swapped with the sealed
+// rows and becomes the saved bytes (one pass, no allocation: a producer with the window on
+// pays about what one with it off does); otherwise the rows are copied out first.
+func (c *Column) saveAndApplyLocked(d *Delta, part *undoPart) error {
+	rb := c.rowBytes
+	if _, host := c.store.(hostStorage); host && d.Src == nil && d.Payload.OnHost() &&
+		d.Payload.Refs() == 1 && d.Payload.Size() >= len(d.Rows)*rb {
+		swapRows(c.sealed.Bytes(), d.Payload.Bytes(), d.Rows, rb)
+		part.buf, d.Payload = d.Payload, buffer.Buffer{}
 		return nil
 	}
-	nrows := c.rows.len()
-	for _, d := range run {
-		if c.coversWholeColumn(d, nrows) {
-			// The run replaces the sealed buffer: keep it as it is.
-			im.whole, im.bufRows = true, c.sealedRows
-			if c.sealedRows > 0 { // else nothing was sealed: no key is visible before the run
-				im.buf = c.sealed.Retain()
-			}
-			im.wholeKeys = c.keys.clone()
-			im.bytes = int64(len(im.wholeKeys.states)) * 2
-			if im.buf.Valid() {
-				im.bytes += int64(im.buf.Size())
-			}
-			c.addImage(im)
-			return nil
-		}
-	}
-	im.rows = c.changedRows(run)
-	im.keys = make([]key, len(im.rows))
-	for i, r := range im.rows {
-		im.keys[i] = c.keys.get(r)
-	}
-	rb := int64(c.rowBytes)
-	buf, err := c.store.New(len(im.rows) * c.rowBytes)
+	buf, err := c.store.New(len(d.Rows) * rb)
 	if err != nil {
 		return err
 	}
-	runs := c.ver.runs[:0]
-	for i, r := range im.rows {
-		if int(r) >= c.sealedRows {
-			continue // no sealed bytes yet (a row created above the floor)
-		}
-		dst, src := int64(i)*rb, int64(r)*rb
-		if n := len(runs); n > 0 && runs[n-1].Dst+runs[n-1].Len == dst && runs[n-1].Src+runs[n-1].Len == src {
-			runs[n-1].Len += rb
-			continue
-		}
-		runs = append(runs, Run{Dst: dst, Src: src, Len: rb})
+	save := rowRuns(d.Rows, nil, rb) // Dst: the sealed row, Src: its position in the delta
+	for i := range save {
+		save[i].Dst, save[i].Src = save[i].Src, save[i].Dst
 	}
-	c.ver.runs = runs[:0]
-	if err := c.store.Copy(buf, c.sealed, runs); err != nil {
+	if err := c.store.Copy(buf, c.sealed, save); err != nil {
 		buf.Release()
 		return err
 	}
-	im.buf = buf
-	im.bytes = int64(buf.Size()) + int64(len(im.rows))*6
-	c.addImage(im)
-	return nil
+	part.buf = buf
+	return c.store.Copy(c.sealed, d.Payload, rowRuns(d.Rows, d.Src, rb))
+}
+
+// swapRows exchanges row rows[k] of sealed with row k of payload, in order (a row named twice
+// ends with its later value, and its later slot holds the earlier one).
+func swapRows(sealed, payload []byte, rows []int32, rowBytes int) {
+	if rowBytes%4 == 0 && len(sealed)%4 == 0 && len(payload)%4 == 0 && len(sealed) > 0 && len(payload) > 0 {
+		w := rowBytes / 4
+		s := unsafe.Slice((*uint32)(unsafe.Pointer(&sealed[0])), len(sealed)/4)
+		p := unsafe.Slice((*uint32)(unsafe.Pointer(&payload[0])), len(payload)/4)
+		for k, r := range rows {
+			so, po := int(r)*w, k*w
+			ss, ps := s[so:so+w:so+w], p[po:po+w:po+w]
+			for j := range ss {
+				ss[j], ps[j] = ps[j], ss[j]
+			}
+		}
+		return
+	}
+	for k, r := range rows {
+		so, po := int(r)*rowBytes, k*rowBytes
+		ss, ps := sealed[so:so+rowBytes:so+rowBytes], payload[po:po+rowBytes:po+rowBytes]
+		for j := range ss {
+			ss[j], ps[j] = ps[j], ss[j]
+		}
+	}
 }
 
 // clone copies the key states.
@@ -250,169 +369,4 @@ func (k keyStore) clone() keyStore {
 		k.states = append([]key(nil), k.states...)
 	}
 	return k
-}
-
-// servesVersionLocked reports whether a snapshot at end is served from the retained versions
-// (a sealed change after end does not refuse it).
-func (c *Column) servesVersionLocked(end uint64) bool {
-	return c.ver.keep > 0 && end != Current && end >= c.ver.frontier
-}
-
-// imagesAfterLocked is the index of the first image after end (len: none).
-func (c *Column) imagesAfterLocked(end uint64) int {
-	return sort.Search(len(c.ver.images), func(i int) bool { return c.ver.images[i].ordinal > end })
-}
-
-// versionSnapshotLocked pins the state at end of the returned prims when later sealed changes
-// replaced it (images after end exist). It returns the query positions and rows of the prims
-// whose key at end is a value, and the snapshot over them.
-func (c *Column) versionSnapshotLocked(prims []uint64, end uint64, from int) (queryIdx []uint32, rows []int32, snap Snapshot, err error) {
-	imgs := c.ver.images[from:]
-	nrows := c.rows.len()
-	keys := make([]key, nrows)
-	for r := range keys {
-		keys[r] = c.keys.get(int32(r))
-	}
-	snap = Snapshot{Layout: c.layout}
-	var (
-		buf     buffer.Buffer
-		bufRows int
-		arrays  []arrayRow
-	)
-	// Put the images back newest first. A whole image replaces everything, so the state
-	// starts from the oldest whole image (its buffer itself, when nothing older follows).
-	start := len(imgs) - 1
-	if !c.Schema.IsArray {
-		base := -1
-		for i, im := range imgs {
-			if im.whole {
-				base = i
-				break
-			}
-		}
-		if base >= 0 {
-			start = base - 1
-			im := imgs[base]
-			for r := range keys {
-				if r < im.wholeKeys.len() {
-					keys[r] = im.wholeKeys.get(int32(r))
-				} else {
-					keys[r] = key{}
-				}
-			}
-			switch {
-			case start < 0 && !im.buf.Valid():
-				return nil, nil, Snapshot{Layout: c.layout}, nil // nothing was sealed at end
-			case start < 0:
-				buf, bufRows = im.buf.Retain(), im.bufRows
-			default:
-				if buf, err = c.copyRowsLocked(im.buf, im.bufRows, max(im.bufRows, c.sealedRows)); err != nil {
-					return nil, nil, Snapshot{}, err
-				}
-				bufRows = max(im.bufRows, c.sealedRows)
-			}
-		} else {
-			if buf, err = c.copyRowsLocked(c.sealed, c.sealedRows, c.sealedRows); err != nil {
-				return nil, nil, Snapshot{}, err
-			}
-			bufRows = c.sealedRows
-		}
-	} else {
-		arrays = append([]arrayRow(nil), c.arrays...)
-	}
-	rb := int64(c.rowBytes)
-	for i := start; i >= 0; i-- {
-		im := imgs[i]
-		var runs []Run
-		for k, r := range im.rows {
-			keys[r] = im.keys[k]
-			switch {
-			case c.Schema.IsArray:
-				arrays[r] = im.arrays[k]
-			case int(r) < bufRows:
-				runs = append(runs, Run{Dst: int64(r) * rb, Src: int64(k) * rb, Len: rb})
-			}
-		}
-		if len(runs) > 0 {
-			if err := c.store.Copy(buf, im.buf, runs); err != nil {
-				buf.Release()
-				return nil, nil, Snapshot{}, err
-			}
-		}
-	}
-	identity := true
-	for i, p := range prims {
-		r, ok := c.rows.lookup(p)
-		if !ok || !keys[r].visible() {
-			continue
-		}
-		queryIdx = append(queryIdx, uint32(i))
-		if int(r) != len(rows) {
-			identity = false
-		}
-		rows = append(rows, r)
-	}
-	if c.Schema.IsArray {
-		snap.Views = make([]View, len(rows))
-		for k, r := range rows {
-			a := arrays[r]
-			if a.buf.Valid() {
-				a.buf = a.buf.Retain()
-			}
-			snap.Views[k] = View{Buffer: a.buf, ByteOffset: a.off, Rows: a.n}
-		}
-	} else {
-		if err := c.store.Flush(buf); err != nil {
-			buf.Release()
-			return nil, nil, Snapshot{}, err
-		}
-		if len(rows) == 0 {
-			buf.Release()
-		} else {
-			snap.Views = []View{{Buffer: buf, Rows: int64(bufRows)}}
-			snap.Dense = identity && len(rows) == bufRows
-		}
-	}
-	if len(queryIdx) == len(prims) {
-		queryIdx = nil
-	}
-	snap.Ordinal = c.newestSealedAtLocked(rows, end)
-	return queryIdx, rows, snap, nil
-}
-
-// copyRowsLocked returns a new buffer of capRows rows holding the first rows rows of src.
-func (c *Column) copyRowsLocked(src buffer.Buffer, rows, capRows int) (buffer.Buffer, error) {
-	buf, err := c.store.New(capRows * c.rowBytes)
-	if err != nil {
-		return buffer.Buffer{}, err
-	}
-	if n := int64(rows * c.rowBytes); n > 0 {
-		if err := c.store.Copy(buf, src, []Run{{Len: n}}); err != nil {
-			buf.Release()
-			return buffer.Buffer{}, err
-		}
-	}
-	return buf, nil
-}
-
-// newestSealedAtLocked is the newest change at or before end among rows (a group's ordinal
-// at end).
-func (c *Column) newestSealedAtLocked(rows []int32, end uint64) uint64 {
-	set := newRowSet(c.rows.len())
-	for _, r := range rows {
-		set.add(r)
-	}
-	i := sort.Search(len(c.records), func(i int) bool { return c.records[i].ordinal > min(end, c.foldedTo) })
-	for i--; i >= 0; i-- {
-		if _, ok := set.first(c.records[i].rows); ok {
-			return c.records[i].ordinal
-		}
-	}
-	newest := uint64(0)
-	for _, r := range rows {
-		if o := c.dropped.get(r); o <= end {
-			newest = max(newest, o)
-		}
-	}
-	return newest
 }

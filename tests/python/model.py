@@ -788,9 +788,10 @@ class StageModel:
         unsealed selected change at or before the end fails the read with
         ``WRITE_FLOOR_VIOLATION``; else a sealed change after the end (never for current
         values; with no window, any change after the end) with ``OUT_OF_RANGE``, unless the
-        read is ``served``: a snapshot inside the history window, which shows the key's newest
-        sealed change at or before the end; else the key shows its sealed state, which is its
-        state at the end (a change after the end that is not sealed does not touch it)."""
+        read is ``served``: a snapshot or a range ending inside the history window, which
+        shows the key's newest sealed change at or before the end; else the key shows its
+        sealed state, which is its state at the end (a change after the end that is not
+        sealed does not touch it)."""
         if not any(c.is_write for c in applied):
             return ABSENT  # no row
         sealed = [
@@ -839,7 +840,6 @@ class StageModel:
         """Whether a read of ``key`` over ``span`` is served from the history window."""
         return (
             self.window > 0
-            and not span.is_range
             and span.end != CURRENT
             and span.end >= self.version_frontier(key[0], key[2])
         )

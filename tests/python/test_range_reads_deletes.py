@@ -76,27 +76,43 @@ def test_attribute_no_queried_prim_carries_returns_zero_groups(stage, history) -
     assert read_groups(stage, history, ["nobody"], OrdinalRange.latest(3)) == []
 
 
+@pytest.mark.parity  # no history window: only current payloads are kept
 def test_key_that_changed_again_after_the_end_is_out_of_range(stage, history) -> None:
     # /A and /B changed at 1 and again at 2.
     assert read_error(stage, history, ["t"], OrdinalRange.between(1, 1)) == ErrorCode.OUT_OF_RANGE
 
 
+def test_range_before_a_sealed_change_is_the_state_at_its_end(stage, history) -> None:
+    # The history window: /A and /B changed at 1 and again at 2; [1, 1] selects the three keys
+    # changed at 1 in their state at 1.
+    groups = read_groups(stage, history, ["t"], OrdinalRange.between(1, 1))
+    assert values_of(groups, "t") == {"/A": 1.0, "/B": 2.0, "/C": 3.0}
+    assert [g.ordinal for g in groups] == [1]
+    groups = read_groups(stage, history, ["t", "u"], OrdinalRange.between(1, 2))
+    assert values_of(groups, "t") == {"/A": 4.0, "/B": 5.0, "/C": 3.0}
+    assert values_of(groups, "u") == {}
+
+
 def test_an_unsealed_later_change_leaves_the_range_readable(stage, history) -> None:
     # Ours (README "Where we differ"): the change at 4 is not sealed, so the sealed state is the
-    # state at 3 (the reference: OUT_OF_RANGE). Once 4 is sealed that state is gone.
+    # state at 3 (the reference: OUT_OF_RANGE). Once 4 is sealed the history window keeps it.
     stage.write_attribute(history, "u", 4, np.zeros(3, F32), is_array=False).wait()
     groups = read_groups(stage, history, ["u"], OrdinalRange.between(3, 3))
     assert values_of(groups, "u") == {"/A": 7.0, "/B": 8.0, "/C": 9.0}
     assert [g.ordinal for g in groups] == [3]
     stage.advance_write_floor(4).wait()
-    assert read_error(stage, history, ["u"], OrdinalRange.between(3, 3)) == ErrorCode.OUT_OF_RANGE
+    groups = read_groups(stage, history, ["u"], OrdinalRange.between(3, 3))
+    assert values_of(groups, "u") == {"/A": 7.0, "/B": 8.0, "/C": 9.0}
+    assert [g.ordinal for g in groups] == [3]
 
 
+@pytest.mark.parity
 def test_advancing_the_floor_does_not_cure_out_of_range(stage, history) -> None:
     stage.advance_write_floor(100).wait()
     assert read_error(stage, history, ["t"], OrdinalRange.between(1, 1)) == ErrorCode.OUT_OF_RANGE
 
 
+@pytest.mark.parity
 def test_one_failing_key_fails_the_whole_read(stage, history) -> None:
     # /C's t (changed only at 1) is fine on its own; /A's and /B's changed again at 2.
     code = read_error(stage, history, ["t", "u"], OrdinalRange.between(1, 1))
@@ -161,6 +177,7 @@ def test_range_bounds_are_uint64(start, end) -> None:
         OrdinalRange.between(start, end)
 
 
+@pytest.mark.parity
 def test_out_of_range_surfaces_at_fetch_too(stage, history) -> None:
     with stage.read_attributes(history, ["t"], OrdinalRange.between(1, 1)) as read:
         with pytest.raises(ovstage.OvstageError) as info:
@@ -265,6 +282,7 @@ def test_delete_of_several_attributes(stage, history) -> None:
     assert prim_paths_held(stage, history, 4) == ABC  # the prims remain
 
 
+@pytest.mark.parity
 def test_deleted_then_rewritten_key_is_out_of_range_for_the_delete(
     stage, history, make_query
 ) -> None:
@@ -275,6 +293,20 @@ def test_deleted_then_rewritten_key_is_out_of_range_for_the_delete(
     groups = read_groups(stage, b, ["t"], OrdinalRange.between(4, 5))
     assert values_of(groups, "t") == {"/B": 50.0}
     assert latest(stage, history, "t", 5) == {"/A": 4.0, "/B": 50.0, "/C": 3.0}
+
+
+def test_deleted_then_rewritten_key_is_a_tombstone_at_the_delete(
+    stage, history, make_query
+) -> None:
+    # The history window: [4, 4] ends before /B's re-creation at 5, so /B is a tombstone there.
+    b = make_query(["/B"])
+    stage.delete_attributes(b, ["t"], 4).wait()
+    _seal_write(stage, b, "t", 5, [50])
+    groups = read_groups(stage, history, ["t"], OrdinalRange.between(4, 4))
+    assert tombstones_of(groups, "t") == ["/B"]
+    assert values_of(groups, "t") == {}
+    assert latest(stage, history, "t", 4) == {"/A": 4.0, "/C": 3.0}
+    assert values_of(read_groups(stage, b, ["t"], OrdinalRange.between(4, 5)), "t") == {"/B": 50.0}
 
 
 def test_unsealed_delete_in_range_is_a_write_floor_violation(stage, history) -> None:
