@@ -436,15 +436,25 @@ func (s *Stage) ReleaseGroup(id uint64) error {
 	return nil
 }
 
-// ReleaseRead releases a read handle after its op; fetched groups stay valid.
+// ReleaseRead releases a read handle after its op; fetched groups stay valid. The release of a
+// read whose op already succeeded (every read that ran on the caller's thread) runs here, its
+// op registered complete: no worker round trip on the hot read path.
 func (s *Stage) ReleaseRead(h uint64) (uint64, error) {
 	s.mu.Lock()
-	defer s.unlockAndStart()
 	r, err := s.readLocked(h)
 	if err != nil {
+		s.mu.Unlock()
 		return 0, err
 	}
 	r.releasing = true
+	if r.Op.Done() && r.Op.Err() == nil {
+		delete(s.reads, h)
+		op := s.registerDoneLocked()
+		s.mu.Unlock()
+		r.releaseUnfetched()
+		return op.ID, nil
+	}
+	defer s.unlockAndStart()
 	op := s.enqueueLocked(opSpec{deps: []*sched.Op{r.Op}, run: func(*sched.Op) error {
 		r.releaseUnfetched()
 		s.mu.Lock()
