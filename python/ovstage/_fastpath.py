@@ -35,20 +35,32 @@ import numpy as np
 from . import _lib
 from ._dlpack import numpy_to_dldatatype
 from ._errors import OvstageError, OvxError, error_from_native
-from ._handles import Query
+from ._handles import Query, Read
 from ._lib import call, native
 from ._ops import Operation
 
 if TYPE_CHECKING:
     from ._stage import Stage
 
-__all__ = ["DEFER_COPY_BYTES", "enabled", "token_of", "write", "write_batch"]
+__all__ = [
+    "DEFER_COPY_BYTES",
+    "enabled",
+    "fetch_read",
+    "read",
+    "release_read",
+    "token_of",
+    "write",
+    "write_batch",
+]
 
 _UINT64_MAX = (1 << 64) - 1
 _FALLBACK = -1
 _raw = native._native
 _write_numpy = _raw.pybind_WriteNumpy
 _write_numpy_batch = _raw.pybind_WriteNumpyBatch
+_read_attributes_to = _raw.pybind_ReadAttributesTo
+_fetch_read_next = _raw.pybind_FetchReadNext
+_release_read_now = _raw.pybind_ReleaseReadNow
 
 #: Payload size from which the engine copies a write's data in the op (on a worker) rather
 #: than before the enqueue returns; the stage holds such sources until the engine reports that
@@ -239,3 +251,109 @@ def write_batch(
     if large:
         stage._hold(op_id, [arr for _, arr in arrays])
     return Operation._accepted(stage, op_id)
+
+
+# ---------------------------------------------------------------- reads
+#
+# A latest read in a ``with`` block is four entries: ``read_attributes``, ``fetch_next`` until
+# None, and the read's release when the block ends. Their fast paths below take the common
+# case (a Read/Query object, attribute names already interned, no placement, the read already
+# complete) in one native call each, with none of the general path's ctypes structs and
+# argument conversions; anything else returns None (or False) and takes the general path,
+# which does every check and reports every error as before.
+
+# The two words ReadAttributesTo answers in: read handle, op id.
+_READ_ANSWER = (0, 0)
+
+
+def read(stage: Stage, query: Any, attrs: Any, start: Any, end: Any) -> Read | None:
+    """``read_attributes`` of ``attrs`` over ``query`` at ``OrdinalRange(end, start)``
+    without a placement, in one native call; None means "take the general path"."""
+    if _lib._forked_child or stage._destroyed:
+        return None
+    cls = query.__class__
+    if cls is Query:
+        if query._released or (query.op is not None and query.op.status):
+            return None
+        qh = query.handle
+    elif cls is int and 0 <= query <= _UINT64_MAX:
+        qh = query
+    else:
+        return None
+    if end.__class__ is not int or not 0 <= end <= _UINT64_MAX:
+        return None
+    if start is None:
+        start, has_start = 0, False
+    elif start.__class__ is int and 0 <= start <= end:
+        has_start = True
+    else:
+        return None
+    cls = attrs.__class__
+    if (cls is not list and cls is not tuple) or not attrs:
+        return None
+    tokens = None
+    if len(attrs) == 1:
+        tok = _token(stage, attrs[0])
+        if not tok:
+            return None
+    else:
+        tok = 0
+        tokens = array.array("Q", (_token(stage, a) for a in attrs))
+        if not all(tokens):
+            return None
+    answer = array.array("Q", _READ_ANSWER)
+    try:
+        _read_attributes_to(
+            stage._id,
+            qh,
+            tok,
+            0 if tokens is None else tokens.buffer_info()[0],
+            len(attrs),
+            start,
+            end,
+            has_start,
+            answer.buffer_info()[0],
+        )
+    except RuntimeError as exc:
+        err = error_from_native(exc)
+        if isinstance(err, OvstageError):  # an engine rejection: a rejected read, as always
+            return Read(stage, 0, stage._rejected(err))
+        raise err from None
+    return Read(stage, answer[0], Operation._accepted(stage, answer[1]))
+
+
+def fetch_read(stage: Stage, rd: Read) -> int | None:
+    """The address of the next group's ``ovstage_read_group_t`` of a read that is complete, 0
+    after its last group; None means "take the general path" (a pending read waits there, and
+    any failure is reported there)."""
+    if rd._released or stage._destroyed or _lib._forked_child:
+        return None
+    op = rd.op
+    if op is not None and op.status:
+        return None
+    try:
+        addr: int = _fetch_read_next(stage._id, rd.handle, 0)
+    except RuntimeError:
+        return None
+    return addr
+
+
+def release_read(stage: Stage, rd: Read) -> bool:
+    """Release ``rd`` at the end of its ``with`` block and wait for the release, in one native
+    call when the read is complete; False means "take the general path" (nothing was done)."""
+    if stage._destroyed or _lib._forked_child:
+        return False
+    op = rd.op
+    detach = 0
+    if op is not None and op.ok and not op._consumed and op._op_id:
+        detach = op._op_id
+    try:
+        pending = _release_read_now(stage._id, rd.handle, detach)
+    except RuntimeError:
+        return False
+    rd._released = True
+    if detach:
+        op._consumed = True  # type: ignore[union-attr]
+    if pending:
+        Operation._accepted(stage, pending).wait()
+    return True

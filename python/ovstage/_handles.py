@@ -134,6 +134,12 @@ class Read(_Handle):
         """Enqueue the release of the read handle (fetched groups stay valid)."""
         return self._stage.release_read(self)
 
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        # The usual end of a read: release and wait in one native call.
+        if exc_type is None and not self._released and self.handle and self._stage._end_read(self):
+            return
+        super().__exit__(exc_type, exc, tb)
+
 
 class OrdinalQuery(_Handle):
     """An ordinal query (write floor or retention frontier): ``fetch()`` its value."""

@@ -85,6 +85,9 @@ class OrdinalRange:
     start_ordinal: int | None = None
 
     def __post_init__(self) -> None:
+        end = self.end_ordinal
+        if self.start_ordinal is None and end.__class__ is int and 0 <= end <= _UINT64_MAX:
+            return  # latest(end) of a plain int: valid (the common case; no ctypes struct)
         self.to_c()
 
     @classmethod
@@ -1067,6 +1070,12 @@ class Stage(_HierarchyMixin):
         With a ``placement`` the groups point at the copies on its device: a column current
         there is served as is, any other is copied there for the groups (freed with them).
         Without one each column is served where its current copy lives."""
+        if placement is None and ordinal_range.__class__ is OrdinalRange:
+            rd = _fastpath.read(
+                self, query, attrs, ordinal_range.start_ordinal, ordinal_range.end_ordinal
+            )
+            if rd is not None:
+                return rd
         qh = _handle_of(query, Query, "query")
         placement = as_placement(placement)
         if not isinstance(ordinal_range, OrdinalRange):
@@ -1099,6 +1108,10 @@ class Stage(_HierarchyMixin):
         self, read: Read | int, timeout: int = TIMEOUT_INFINITE
     ) -> ReadGroup | None:
         """The read's next group, or None after the last one."""
+        if read.__class__ is Read and timeout.__class__ is int and 0 <= timeout <= _UINT64_MAX:
+            addr = _fastpath.fetch_read(self, read)
+            if addr is not None:
+                return ReadGroup(ReadGroupRaw.from_address(addr), self) if addr else None
         rh = _handle_of(read, Read, "read")
         addr = self._fetch_next("fetch_read_next", native.FetchReadNext, "read", rh, timeout)
         if addr is None:
@@ -1121,6 +1134,11 @@ class Stage(_HierarchyMixin):
             read._released = True
             read._drop_op()
         return op
+
+    def _end_read(self, read: Read) -> bool:
+        """Release ``read`` and wait for the release (leaving its ``with`` block normally)
+        in one native call; False: nothing was done, take ``release().wait()``."""
+        return _fastpath.release_read(self, read)
 
     def _export_group_tensor(self, group_id: int, index: int, readonly: bool) -> int:
         return call(
