@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFER_COPY_BYTES",
+    "advance_write_floor",
     "enabled",
     "fetch_read",
     "read",
@@ -61,6 +62,7 @@ _write_numpy_batch = _raw.pybind_WriteNumpyBatch
 _read_attributes_to = _raw.pybind_ReadAttributesTo
 _fetch_read_next = _raw.pybind_FetchReadNext
 _release_read_now = _raw.pybind_ReleaseReadNow
+_advance_write_floor_all = _raw.pybind_AdvanceWriteFloorAll
 
 #: Payload size from which the engine copies a write's data in the op (on a worker) rather
 #: than before the enqueue returns; the stage holds such sources until the engine reports that
@@ -157,12 +159,13 @@ def _token(stage: Stage, attribute: Any) -> int:
 
 
 def write(
-    stage: Stage, query: Any, attribute: Any, ordinal: int, array: np.ndarray
+    stage: Stage, query: Any, attribute: Any, ordinal: int, array: np.ndarray, semantic: int = 0
 ) -> Operation | None:
     """Enqueue ``array`` through ``WriteNumpy``; None means "take the general path".
 
     The caller has checked: ``array`` is exactly an ``ndarray``, ``ordinal`` an in-range
-    ``int``, the stage is live, and every optional argument has its default.
+    ``int``, ``semantic`` an int32, the stage is live, and every other optional argument has
+    its default.
     """
     if not enabled or _lib._forked_child:
         return None
@@ -194,8 +197,9 @@ def write(
     data = _void_at(id(array) + _data_offset).value
     try:
         op_id = _write_numpy(
-            stage._id, qh, token, ordinal, data, nbytes, dt[0], dt[1], nd, *shape, *_PADS[nd]
-        )
+            stage._id, qh, token, ordinal, data, nbytes, dt[0], dt[1], nd, *shape, *_PADS[nd],
+            semantic,
+        )  # fmt: skip
     except RuntimeError as exc:
         err = error_from_native(exc)
         if not isinstance(err, OvstageError) or err.code == _FALLBACK:
@@ -357,3 +361,18 @@ def release_read(stage: Stage, rd: Read) -> bool:
     if pending:
         Operation._accepted(stage, pending).wait()
     return True
+
+
+def advance_write_floor(stage: Stage, ordinal: int) -> Operation | None:
+    """``advance_write_floor(ordinal)`` of every attribute (scope ALL, no attribute list) in
+    one native call; None means "take the general path". The caller checked ``ordinal``."""
+    if stage._destroyed or _lib._forked_child:
+        return None
+    try:
+        op_id = _advance_write_floor_all(stage._id, ordinal)
+    except RuntimeError as exc:
+        err = error_from_native(exc)
+        if isinstance(err, OvstageError):  # an engine rejection: a rejected Operation
+            return stage._rejected(err)
+        raise err from None
+    return Operation._accepted(stage, op_id)

@@ -570,14 +570,14 @@ class Stage(_HierarchyMixin):
             and index_map is mask is count is cuda_event is cuda_stream is device is None
             and placement is None
             and prim_mode is PrimMode.UPSERT
-            and semantic.__class__ is int
-            and not semantic
+            and (semantic.__class__ is AttributeSemantic or semantic.__class__ is int)
+            and -(1 << 31) <= semantic < (1 << 31)
             and attribute_mode is AttributeMode.REJECT
             and ordinal.__class__ is int
             and 0 <= ordinal <= _UINT64_MAX
             and not self._destroyed
         ):
-            fast = _fastpath.write(self, query, attribute, ordinal, tensors)
+            fast = _fastpath.write(self, query, attribute, ordinal, tensors, int(semantic))
             if fast is not None:
                 return fast
         qh = _handle_of(query, Query, "query")
@@ -958,6 +958,15 @@ class Stage(_HierarchyMixin):
         self, ordinal: int, scope: Scope | int = Scope.ALL, attributes: Sequence[int] | None = None
     ) -> Operation:
         """Enqueue sealing of every ordinal <= ``ordinal`` (floors never move down)."""
+        if (
+            scope is Scope.ALL
+            and attributes is None
+            and ordinal.__class__ is int
+            and 0 <= ordinal <= _UINT64_MAX
+        ):
+            fast = _fastpath.advance_write_floor(self, ordinal)
+            if fast is not None:
+                return fast
         ordinal = as_uint64(ordinal, "ordinal")
         sc = as_enum(scope, Scope, "scope")
         if isinstance(attributes, (str, int)):
