@@ -148,3 +148,38 @@ func BenchmarkLatestReadSparse500Of1000Prims(b *testing.B) {
 	_, _ = f.s.Dictionary().Release(list)
 	benchLatestRead(b, f, q, 1)
 }
+
+// BenchmarkStep1000Prims is a producer's step on a 1,000-prim float32 column: write, wait,
+// seal the ordinal, and a latest read of it (fetched and released), as bench_step.py runs it.
+func BenchmarkStep1000Prims(b *testing.B) {
+	f, vals := benchFixture(b)
+	req := WriteRequest{Query: f.query, AttrToken: f.attr, Tensors: []tensor.Tensor{f32Tensor(vals)}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		req.Ordinal = uint64(i + 1)
+		op, err := f.s.WriteAttribute(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.wait(op)
+		f.seal(req.Ordinal)
+		h, rop, err := f.s.ReadAttributes(f.query, []uint64{f.attr}, OrdinalRange{End: req.Ordinal})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = f.s.ReleaseOp(rop)
+		for {
+			g, err := f.s.FetchReadNext(h, TimeoutInfinite)
+			if err != nil {
+				break
+			}
+			_ = f.s.ReleaseGroup(g.ID)
+		}
+		rel, err := f.s.ReleaseRead(h)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.wait(rel)
+	}
+}

@@ -402,6 +402,18 @@ func (s *Stage) FetchReadNext(h, timeoutNs uint64) (*Group, error) {
 	return g, nil
 }
 
+// ReadGroupsLeft is how many groups a read that already succeeded still hands out; false while
+// its op runs, after it failed, or for a handle that is not valid (fetches report those).
+func (s *Stage) ReadGroupsLeft(h uint64) (int, bool) {
+	r, err := locked(s, func() (*Read, error) { return s.readLocked(h) })
+	if err != nil || !r.Op.Done() || r.Op.Err() != nil {
+		return 0, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.groups) - r.next, true
+}
+
 // Group returns a fetched, unreleased group.
 func (s *Stage) Group(id uint64) (*Group, error) {
 	s.mu.Lock()
