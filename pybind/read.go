@@ -53,13 +53,18 @@ func ReleaseRead(stageID, read uint64) (uint64, error) {
 	return withStage(stageID, func(s *core.Stage) (uint64, error) { return s.ReleaseRead(read) })
 }
 
-// Words ReadAttributesTo writes at out: the read handle and the op id.
-const readAnswerWords = 2
+// Words ReadAttributesTo writes at out: the read handle, the op id, and the groups the read
+// hands out when it is already complete (readGroupsUnknown while it runs).
+const (
+	readAnswerWords   = 3
+	readGroupsUnknown = ^uint64(0)
+)
 
 // ReadAttributesTo is read_attributes' fast path (python/ovstage/_fastpath.py): the read of
 // ReadAttributes without a placement, its range passed as plain ints and, for one attribute, its
-// token as tok (attrs 0), so the caller builds no ctypes structs. It writes the read handle and
-// op id as two uint64 at out, which the caller owns.
+// token as tok (attrs 0), so the caller builds no ctypes structs. It writes the read handle,
+// the op id and the group count (readAnswerWords) as uint64 at out, which the caller owns: a
+// caller that has fetched that many groups knows the next fetch is the end without asking.
 func ReadAttributesTo(stageID, query, tok uint64, attrs uintptr, n int, start, end uint64, hasStart bool,
 	out uintptr) (bool, error) {
 	return withStage(stageID, func(s *core.Stage) (bool, error) {
@@ -80,7 +85,10 @@ func ReadAttributesTo(stageID, query, tok uint64, attrs uintptr, n int, start, e
 			return false, err
 		}
 		answer := (*[readAnswerWords]uint64)(cptr.At(out))
-		answer[0], answer[1] = h, op
+		answer[0], answer[1], answer[2] = h, op, readGroupsUnknown
+		if n, ok := s.ReadGroupsLeft(h); ok {
+			answer[2] = uint64(n)
+		}
 		return true, nil
 	})
 }

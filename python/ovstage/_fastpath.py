@@ -266,8 +266,9 @@ def write_batch(
 # argument conversions; anything else returns None (or False) and takes the general path,
 # which does every check and reports every error as before.
 
-# The two words ReadAttributesTo answers in: read handle, op id.
-_READ_ANSWER = (0, 0)
+# The words ReadAttributesTo answers in: read handle, op id, groups of a complete read
+# (_UINT64_MAX while it runs).
+_READ_ANSWER = (0, 0, 0)
 
 
 def read(stage: Stage, query: Any, attrs: Any, start: Any, end: Any) -> Read | None:
@@ -323,22 +324,32 @@ def read(stage: Stage, query: Any, attrs: Any, start: Any, end: Any) -> Read | N
         if isinstance(err, OvstageError):  # an engine rejection: a rejected read, as always
             return Read(stage, 0, stage._rejected(err))
         raise err from None
-    return Read(stage, answer[0], Operation._accepted(stage, answer[1]))
+    rd = Read(stage, answer[0], Operation._accepted(stage, answer[1]))
+    if answer[2] != _UINT64_MAX:
+        rd._left = answer[2]
+    return rd
 
 
 def fetch_read(stage: Stage, rd: Read) -> int | None:
     """The address of the next group's ``ovstage_read_group_t`` of a read that is complete, 0
     after its last group; None means "take the general path" (a pending read waits there, and
-    any failure is reported there)."""
+    any failure is reported there). Once this Read has fetched every group its enqueue
+    counted (``Read._left``), the end needs no native call: other fetches of the same handle
+    only make fewer groups left, never more."""
     if rd._released or stage._destroyed or _lib._forked_child:
         return None
     op = rd.op
     if op is not None and op.status:
         return None
+    left = rd._left
+    if left == 0:
+        return 0
     try:
         addr: int = _fetch_read_next(stage._id, rd.handle, 0)
     except RuntimeError:
         return None
+    if left > 0:
+        rd._left = left - 1 if addr else 0
     return addr
 
 

@@ -117,6 +117,8 @@ class Read(_Handle):
     """A read handle: fetch its groups with ``fetch_next`` or iterate ``groups()``."""
 
     _kind = "Read"
+    #: Groups this Read has yet to fetch, when its enqueue found it complete (-1: unknown).
+    _left = -1
 
     def fetch_next(self, timeout: int = TIMEOUT_INFINITE) -> ReadGroup | None:
         """The next group, or None after the last (TIMEOUT raises OvstageError)."""
