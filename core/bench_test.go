@@ -76,25 +76,31 @@ func benchLatestRead(b *testing.B, f *fixture, query, end uint64) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		h, op, err := f.s.ReadAttributes(query, []uint64{f.attr}, OrdinalRange{End: end})
-		if err != nil {
-			b.Fatal(err)
-		}
-		_ = f.s.ReleaseOp(op)
-		for {
-			g, err := f.s.FetchReadNext(h, TimeoutInfinite)
-			if err != nil {
-				break
-			}
-			_ = f.s.ReleaseGroup(g.ID)
-		}
-		rel, err := f.s.ReleaseRead(h)
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, _ = f.s.WaitOp(rel, TimeoutInfinite)
-		_ = f.s.ReleaseOp(rel)
+		readOnce(b, f, query, end)
 	}
+}
+
+// readOnce reads attr through query at latest(end): every group fetched and released, the read
+// released and its release waited for.
+func readOnce(b *testing.B, f *fixture, query, end uint64) {
+	h, op, err := f.s.ReadAttributes(query, []uint64{f.attr}, OrdinalRange{End: end})
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = f.s.ReleaseOp(op)
+	for {
+		g, err := f.s.FetchReadNext(h, TimeoutInfinite)
+		if err != nil {
+			break
+		}
+		_ = f.s.ReleaseGroup(g.ID)
+	}
+	rel, err := f.s.ReleaseRead(h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, _ = f.s.WaitOp(rel, TimeoutInfinite)
+	_ = f.s.ReleaseOp(rel)
 }
 
 // benchWrite writes vals through f's query at ordinal and waits.
@@ -164,22 +170,6 @@ func BenchmarkStep1000Prims(b *testing.B) {
 		}
 		f.wait(op)
 		f.seal(req.Ordinal)
-		h, rop, err := f.s.ReadAttributes(f.query, []uint64{f.attr}, OrdinalRange{End: req.Ordinal})
-		if err != nil {
-			b.Fatal(err)
-		}
-		_ = f.s.ReleaseOp(rop)
-		for {
-			g, err := f.s.FetchReadNext(h, TimeoutInfinite)
-			if err != nil {
-				break
-			}
-			_ = f.s.ReleaseGroup(g.ID)
-		}
-		rel, err := f.s.ReleaseRead(h)
-		if err != nil {
-			b.Fatal(err)
-		}
-		f.wait(rel)
+		readOnce(b, f, f.query, req.Ordinal)
 	}
 }
