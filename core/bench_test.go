@@ -159,17 +159,12 @@ func BenchmarkLatestReadSparse500Of1000Prims(b *testing.B) {
 // seal the ordinal, and a latest read of it (fetched and released), as bench_step.py runs it.
 func BenchmarkStep1000Prims(b *testing.B) {
 	f, vals := benchFixture(b)
-	req := WriteRequest{Query: f.query, AttrToken: f.attr, Tensors: []tensor.Tensor{f32Tensor(vals)}}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		req.Ordinal = uint64(i + 1)
-		op, err := f.s.WriteAttribute(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		f.wait(op)
-		f.seal(req.Ordinal)
-		readOnce(b, f, f.query, req.Ordinal)
+		ordinal := uint64(i + 1)
+		benchWrite(b, f, ordinal, vals)
+		f.seal(ordinal)
+		readOnce(b, f, f.query, ordinal)
 	}
 }
