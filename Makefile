@@ -109,9 +109,13 @@ test: install libovstage
 # bench_c_api.py prints the C API's figures (tests/bench/bench_c.c) beside the Python ones;
 # bench_population.py populates a generated 100k-prim USD scene (OVSTAGE_BENCH_POPULATION_PRIMS
 # to change) against usd-core reading the same attributes.
-# bench_scaling.py measures the figures whose cost must grow with the work, not the stage. run_all.py
-# runs them all and prints one table of every figure, its limit and the verdict.
+# bench_scaling.py measures the figures whose cost must grow with the work, not the stage;
+# bench_step.py a producer's write+wait+seal+read step (and the Isaac-style one vs numpy.copyto);
+# bench_threads.py reads/s from 1/2/4 threads and a writer's loss with 2 readers; bench_chart.py
+# draws cost against prims and attributes (build/bench/scaling.png, matplotlib from the bench
+# extra). run_all.py runs them all and prints one table of every figure, its limit and the verdict.
 bench: install libovstage
+	$(PIP) install -q -e '.[test,bench]'
 	$(PYTHON) tests/bench/run_all.py
 
 lint:

@@ -76,25 +76,31 @@ func benchLatestRead(b *testing.B, f *fixture, query, end uint64) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		h, op, err := f.s.ReadAttributes(query, []uint64{f.attr}, OrdinalRange{End: end})
-		if err != nil {
-			b.Fatal(err)
-		}
-		_ = f.s.ReleaseOp(op)
-		for {
-			g, err := f.s.FetchReadNext(h, TimeoutInfinite)
-			if err != nil {
-				break
-			}
-			_ = f.s.ReleaseGroup(g.ID)
-		}
-		rel, err := f.s.ReleaseRead(h)
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, _ = f.s.WaitOp(rel, TimeoutInfinite)
-		_ = f.s.ReleaseOp(rel)
+		readOnce(b, f, query, end)
 	}
+}
+
+// readOnce reads attr through query at latest(end): every group fetched and released, the read
+// released and its release waited for.
+func readOnce(b *testing.B, f *fixture, query, end uint64) {
+	h, op, err := f.s.ReadAttributes(query, []uint64{f.attr}, OrdinalRange{End: end})
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = f.s.ReleaseOp(op)
+	for {
+		g, err := f.s.FetchReadNext(h, TimeoutInfinite)
+		if err != nil {
+			break
+		}
+		_ = f.s.ReleaseGroup(g.ID)
+	}
+	rel, err := f.s.ReleaseRead(h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, _ = f.s.WaitOp(rel, TimeoutInfinite)
+	_ = f.s.ReleaseOp(rel)
 }
 
 // benchWrite writes vals through f's query at ordinal and waits.
@@ -147,4 +153,18 @@ func BenchmarkLatestReadSparse500Of1000Prims(b *testing.B) {
 	}
 	_, _ = f.s.Dictionary().Release(list)
 	benchLatestRead(b, f, q, 1)
+}
+
+// BenchmarkStep1000Prims is a producer's step on a 1,000-prim float32 column: write, wait,
+// seal the ordinal, and a latest read of it (fetched and released), as bench_step.py runs it.
+func BenchmarkStep1000Prims(b *testing.B) {
+	f, vals := benchFixture(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ordinal := uint64(i + 1)
+		benchWrite(b, f, ordinal, vals)
+		f.seal(ordinal)
+		readOnce(b, f, f.query, ordinal)
+	}
 }

@@ -406,6 +406,18 @@ func (s *Stage) FetchReadNext(h, timeoutNs uint64) (*Group, error) {
 	return g, nil
 }
 
+// ReadGroupsLeft is how many groups a read that already succeeded still hands out; false while
+// its op runs, after it failed, or for a handle that is not valid (fetches report those).
+func (s *Stage) ReadGroupsLeft(h uint64) (int, bool) {
+	r, err := locked(s, func() (*Read, error) { return s.readLocked(h) })
+	if err != nil || !r.Op.Done() || r.Op.Err() != nil {
+		return 0, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.groups) - r.next, true
+}
+
 // Group returns a fetched, unreleased group.
 func (s *Stage) Group(id uint64) (*Group, error) {
 	s.mu.Lock()
@@ -440,15 +452,25 @@ func (s *Stage) ReleaseGroup(id uint64) error {
 	return nil
 }
 
-// ReleaseRead releases a read handle after its op; fetched groups stay valid.
+// ReleaseRead releases a read handle after its op; fetched groups stay valid. The release of a
+// read whose op already succeeded (every read that ran on the caller's thread) runs here, its
+// op registered complete: no worker round trip on the hot read path.
 func (s *Stage) ReleaseRead(h uint64) (uint64, error) {
 	s.mu.Lock()
-	defer s.unlockAndStart()
 	r, err := s.readLocked(h)
 	if err != nil {
+		s.mu.Unlock()
 		return 0, err
 	}
 	r.releasing = true
+	if r.Op.Done() && r.Op.Err() == nil {
+		delete(s.reads, h)
+		op := s.registerDoneLocked()
+		s.mu.Unlock()
+		r.releaseUnfetched()
+		return op.ID, nil
+	}
+	defer s.unlockAndStart()
 	op := s.enqueueLocked(opSpec{deps: []*sched.Op{r.Op}, run: func(*sched.Op) error {
 		r.releaseUnfetched()
 		s.mu.Lock()

@@ -18,6 +18,14 @@ func AdvanceWriteFloor(stageID uint64, desc uintptr) (uint64, error) {
 	})
 }
 
+// AdvanceWriteFloorAll is advance_write_floor's fast path: every attribute (ScopeAll) sealed up
+// to ordinal, with no descriptor to decode.
+func AdvanceWriteFloorAll(stageID, ordinal uint64) (uint64, error) {
+	return withStage(stageID, func(s *core.Stage) (uint64, error) {
+		return s.AdvanceWriteFloor(ordinal, core.ScopeAll, nil)
+	})
+}
+
 // GlobalWriteFloor is the reported global floor (minimum over known attributes).
 func GlobalWriteFloor(stageID uint64) (uint64, error) {
 	return withStage(stageID, func(s *core.Stage) (uint64, error) { return s.GlobalFloor(), nil })

@@ -52,3 +52,64 @@ func ReleaseGroup(stageID, group uint64) (bool, error) {
 func ReleaseRead(stageID, read uint64) (uint64, error) {
 	return withStage(stageID, func(s *core.Stage) (uint64, error) { return s.ReleaseRead(read) })
 }
+
+// Words ReadAttributesTo writes at out: the read handle, the op id, and the groups the read
+// hands out when it is already complete (readGroupsUnknown while it runs).
+const (
+	readAnswerWords   = 3
+	readGroupsUnknown = ^uint64(0)
+)
+
+// ReadAttributesTo is read_attributes' fast path (python/ovstage/_fastpath.py): the read of
+// ReadAttributes without a placement, its range passed as plain ints and, for one attribute, its
+// token as tok (attrs 0), so the caller builds no ctypes structs. It writes the read handle,
+// the op id and the group count (readAnswerWords) as uint64 at out, which the caller owns: a
+// caller that has fetched that many groups knows the next fetch is the end without asking.
+func ReadAttributesTo(stageID, query, tok uint64, attrs uintptr, n int, start, end uint64, hasStart bool,
+	out uintptr) (bool, error) {
+	return withStage(stageID, func(s *core.Stage) (bool, error) {
+		var toks []uint64
+		if attrs == 0 && n == 1 {
+			toks = []uint64{tok}
+		} else {
+			var err error
+			if toks, err = abi.Tokens(cptr.At(attrs), uint64(max(n, 0)), "attrs"); err != nil {
+				return false, err
+			}
+		}
+		if out == 0 {
+			return false, status.Errorf(status.InvalidArgument, "out is NULL")
+		}
+		h, op, err := s.ReadAttributes(query, toks, core.OrdinalRange{Start: start, End: end, HasStart: hasStart})
+		if err != nil {
+			return false, err
+		}
+		answer := (*[readAnswerWords]uint64)(cptr.At(out))
+		answer[0], answer[1], answer[2] = h, op, readGroupsUnknown
+		if n, ok := s.ReadGroupsLeft(h); ok {
+			answer[2] = uint64(n)
+		}
+		return true, nil
+	})
+}
+
+// ReleaseReadNow is the release at the end of `with read_attributes(...)`: ReleaseRead, and
+// when that release has already succeeded (a read that ran on the caller's thread), its op
+// released too; it returns 0 then, else the release's op id for the caller to wait. readOp, if
+// not 0, is the read's own op, which nobody will wait for any more (DetachOp).
+func ReleaseReadNow(stageID, read, readOp uint64) (uint64, error) {
+	return withStage(stageID, func(s *core.Stage) (uint64, error) {
+		op, err := s.ReleaseRead(read)
+		if err != nil {
+			return 0, err
+		}
+		if readOp != 0 {
+			_ = s.DetachOp(readOp)
+		}
+		res, err := abi.WaitOp(s, op, 0)
+		if err == nil && res.Status == status.OK && len(res.Failed) == 0 && abi.ReleaseOp(s, op) == nil {
+			return 0, nil
+		}
+		return op, nil
+	})
+}

@@ -66,7 +66,7 @@ const fastMaxDims = 4
 
 // WriteNumpy is write_attribute's fast path for the common case: one C-contiguous host array
 // of nbytes bytes at data with nd dims d0..d3 (unused ones 0), an attribute token, no
-// index_map/mask/count, semantic 0, UPSERT, is_array false. code/bits describe its
+// index_map/mask/count, a semantic, UPSERT, is_array false. code/bits describe its
 // one-lane dtype. The caller read all of that from the numpy array while it held the GIL:
 // this function runs without it and must never read the array object itself (another
 // thread may be reshaping it). It builds the request abi.Write would build from the same
@@ -75,7 +75,7 @@ const fastMaxDims = 4
 // that does not add up (dims whose product is not nbytes: read while another thread changed
 // the dtype), returns "[ovstage:-1] fallback" so the caller takes the general path.
 func WriteNumpy(stageID, query, attrToken, ordinal uint64, data uintptr, nbytes int64, code, bitWidth int,
-	nd int, d0, d1, d2, d3 int64) (uint64, error) {
+	nd int, d0, d1, d2, d3 int64, semantic int32) (uint64, error) {
 	return call(func() (uint64, error) {
 		// One allocation for the request's tensor list and its shape.
 		box := &numpyBox{}
@@ -87,7 +87,7 @@ func WriteNumpy(stageID, query, attrToken, ordinal uint64, data uintptr, nbytes 
 			return 0, err
 		}
 		return s.WriteAttribute(core.WriteRequest{Query: query, AttrToken: attrToken, Ordinal: ordinal,
-			Tensors: box.t[:]})
+			Tensors: box.t[:], Semantic: semantic})
 	})
 }
 

@@ -307,6 +307,14 @@ class DLManagedTensorVersioned(ctypes.Structure):
     ]
 
 
+# Where a versioned managed tensor keeps its device type: __dlpack__ of a native export reads
+# it there (no DLTensor copy on the hot path).
+_DEVICE_TYPE_OFFSET = (
+    DLManagedTensorVersioned.dl_tensor.offset + DLTensor.device.offset + DLDevice.device_type.offset
+)
+_int32_at = ctypes.c_int32.from_address
+
+
 # ------------------------------------------------------------------------------
 # PyCapsule access (private prototypes: other users of ctypes.pythonapi are unaffected)
 
@@ -879,7 +887,7 @@ class ManagedDLTensor:
     ) -> None:
         if not isinstance(dl_tensor, DLTensor):
             raise TypeError(f"dl_tensor must be a DLTensor, got {type(dl_tensor).__name__}")
-        self._tensor = dl_tensor
+        self._tensor_copy: DLTensor | None = dl_tensor
         self._manager_ctx = manager_ctx
         self._deleter_callback = deleter_callback
         self._readonly = bool(readonly)
@@ -892,24 +900,37 @@ class ManagedDLTensor:
     def _from_native(
         cls, versioned_addr: int, readonly: bool, exporter: NativeExporter
     ) -> ManagedDLTensor:
-        """Wrap a native ``DLManagedTensorVersioned*`` template (freed with this)."""
-        try:
-            template = DLManagedTensorVersioned.from_address(versioned_addr)
-            tensor = DLTensor._copy_of(template.dl_tensor)
-        except BaseException:
-            exporter.free(versioned_addr)
-            raise
-        # The raw tensor of a read-only export views sealed data (see dltensor_to_numpy).
-        tensor._read_only = bool(readonly)
+        """Wrap a native ``DLManagedTensorVersioned*`` template (freed with this). Its
+        ``DLTensor`` is copied when first asked for: ``np.from_dlpack`` never asks."""
         self = cls.__new__(cls)
-        self._tensor = tensor
+        self._native_addr = versioned_addr
+        self._tensor_copy = None
         self._manager_ctx = versioned_addr
         self._deleter_callback = None
         self._readonly = bool(readonly)
         self._exporter = exporter
-        self._native_addr = versioned_addr
-        weakref.finalize(self, exporter.free, versioned_addr)
         return self
+
+    def __del__(self) -> None:
+        addr = getattr(self, "_native_addr", 0)
+        if addr:
+            self._native_addr = 0
+            try:
+                self._exporter.free(addr)  # type: ignore[union-attr]
+            except Exception:  # a finalizer never raises (interpreter shutdown, say)
+                return
+
+    @property
+    def _tensor(self) -> DLTensor:
+        """The wrapped ``DLTensor``: for a native export, a copy of its template's."""
+        tensor = self._tensor_copy
+        if tensor is None:
+            template = DLManagedTensorVersioned.from_address(self._native_addr)
+            tensor = DLTensor._copy_of(template.dl_tensor)
+            # The raw tensor of a read-only export views sealed data (see dltensor_to_numpy).
+            tensor._read_only = self._readonly
+            self._tensor_copy = tensor
+        return tensor
 
     @property
     def raw_dltensor(self) -> DLTensor:
@@ -993,7 +1014,10 @@ class ManagedDLTensor:
             raise BufferError("ManagedDLTensor exports views only (copy=True is not supported)")
         if dl_device is not None:
             self._check_device(dl_device)
-        if self._exporter is not None and self._tensor.device.device_type.value in _STREAM_DEVICES:
+        if (
+            self._exporter is not None
+            and _int32_at(self._native_addr + _DEVICE_TYPE_OFFSET).value in _STREAM_DEVICES
+        ):
             handle = dlpack_cuda_stream(stream)
             if handle is not None:
                 self._exporter.stream_wait(self._native_addr, handle)

@@ -35,20 +35,34 @@ import numpy as np
 from . import _lib
 from ._dlpack import numpy_to_dldatatype
 from ._errors import OvstageError, OvxError, error_from_native
-from ._handles import Query
+from ._handles import Query, Read
 from ._lib import call, native
 from ._ops import Operation
 
 if TYPE_CHECKING:
     from ._stage import Stage
 
-__all__ = ["DEFER_COPY_BYTES", "enabled", "token_of", "write", "write_batch"]
+__all__ = [
+    "DEFER_COPY_BYTES",
+    "advance_write_floor",
+    "enabled",
+    "fetch_read",
+    "read",
+    "release_read",
+    "token_of",
+    "write",
+    "write_batch",
+]
 
 _UINT64_MAX = (1 << 64) - 1
 _FALLBACK = -1
 _raw = native._native
 _write_numpy = _raw.pybind_WriteNumpy
 _write_numpy_batch = _raw.pybind_WriteNumpyBatch
+_read_attributes_to = _raw.pybind_ReadAttributesTo
+_fetch_read_next = _raw.pybind_FetchReadNext
+_release_read_now = _raw.pybind_ReleaseReadNow
+_advance_write_floor_all = _raw.pybind_AdvanceWriteFloorAll
 
 #: Payload size from which the engine copies a write's data in the op (on a worker) rather
 #: than before the enqueue returns; the stage holds such sources until the engine reports that
@@ -145,12 +159,13 @@ def _token(stage: Stage, attribute: Any) -> int:
 
 
 def write(
-    stage: Stage, query: Any, attribute: Any, ordinal: int, array: np.ndarray
+    stage: Stage, query: Any, attribute: Any, ordinal: int, array: np.ndarray, semantic: int = 0
 ) -> Operation | None:
     """Enqueue ``array`` through ``WriteNumpy``; None means "take the general path".
 
     The caller has checked: ``array`` is exactly an ``ndarray``, ``ordinal`` an in-range
-    ``int``, the stage is live, and every optional argument has its default.
+    ``int``, ``semantic`` an int32, the stage is live, and every other optional argument has
+    its default.
     """
     if not enabled or _lib._forked_child:
         return None
@@ -182,8 +197,9 @@ def write(
     data = _void_at(id(array) + _data_offset).value
     try:
         op_id = _write_numpy(
-            stage._id, qh, token, ordinal, data, nbytes, dt[0], dt[1], nd, *shape, *_PADS[nd]
-        )
+            stage._id, qh, token, ordinal, data, nbytes, dt[0], dt[1], nd, *shape, *_PADS[nd],
+            semantic,
+        )  # fmt: skip
     except RuntimeError as exc:
         err = error_from_native(exc)
         if not isinstance(err, OvstageError) or err.code == _FALLBACK:
@@ -238,4 +254,136 @@ def write_batch(
         return Operation(stage, err.code, 0, message=err.message)
     if large:
         stage._hold(op_id, [arr for _, arr in arrays])
+    return Operation._accepted(stage, op_id)
+
+
+# ---------------------------------------------------------------- reads
+#
+# A latest read in a ``with`` block is four entries: ``read_attributes``, ``fetch_next`` until
+# None, and the read's release when the block ends. Their fast paths below take the common
+# case (a Read/Query object, attribute names already interned, no placement, the read already
+# complete) in one native call each, with none of the general path's ctypes structs and
+# argument conversions; anything else returns None (or False) and takes the general path,
+# which does every check and reports every error as before.
+
+# The words ReadAttributesTo answers in: read handle, op id, groups of a complete read
+# (_UINT64_MAX while it runs).
+_READ_ANSWER = (0, 0, 0)
+
+
+def read(stage: Stage, query: Any, attrs: Any, start: Any, end: Any) -> Read | None:
+    """``read_attributes`` of ``attrs`` over ``query`` at ``OrdinalRange(end, start)``
+    without a placement, in one native call; None means "take the general path"."""
+    if _lib._forked_child or stage._destroyed:
+        return None
+    cls = query.__class__
+    if cls is Query:
+        if query._released or (query.op is not None and query.op.status):
+            return None
+        qh = query.handle
+    elif cls is int and 0 <= query <= _UINT64_MAX:
+        qh = query
+    else:
+        return None
+    if end.__class__ is not int or not 0 <= end <= _UINT64_MAX:
+        return None
+    if start is None:
+        start, has_start = 0, False
+    elif start.__class__ is int and 0 <= start <= end:
+        has_start = True
+    else:
+        return None
+    cls = attrs.__class__
+    if (cls is not list and cls is not tuple) or not attrs:
+        return None
+    tokens = None
+    if len(attrs) == 1:
+        tok = _token(stage, attrs[0])
+        if not tok:
+            return None
+    else:
+        tok = 0
+        tokens = array.array("Q", (_token(stage, a) for a in attrs))
+        if not all(tokens):
+            return None
+    answer = array.array("Q", _READ_ANSWER)
+    try:
+        _read_attributes_to(
+            stage._id,
+            qh,
+            tok,
+            0 if tokens is None else tokens.buffer_info()[0],
+            len(attrs),
+            start,
+            end,
+            has_start,
+            answer.buffer_info()[0],
+        )
+    except RuntimeError as exc:
+        err = error_from_native(exc)
+        if isinstance(err, OvstageError):  # an engine rejection: a rejected read, as always
+            return Read(stage, 0, stage._rejected(err))
+        raise err from None
+    rd = Read(stage, answer[0], Operation._accepted(stage, answer[1]))
+    if answer[2] != _UINT64_MAX:
+        rd._left = answer[2]
+    return rd
+
+
+def fetch_read(stage: Stage, rd: Read) -> int | None:
+    """The address of the next group's ``ovstage_read_group_t`` of a read that is complete, 0
+    after its last group; None means "take the general path" (a pending read waits there, and
+    any failure is reported there). Once this Read has fetched every group its enqueue
+    counted (``Read._left``), the end needs no native call: other fetches of the same handle
+    only make fewer groups left, never more."""
+    if rd._released or stage._destroyed or _lib._forked_child:
+        return None
+    op = rd.op
+    if op is not None and op.status:
+        return None
+    left = rd._left
+    if left == 0:
+        return 0
+    try:
+        addr: int = _fetch_read_next(stage._id, rd.handle, 0)
+    except RuntimeError:
+        return None
+    if left > 0:
+        rd._left = left - 1 if addr else 0
+    return addr
+
+
+def release_read(stage: Stage, rd: Read) -> bool:
+    """Release ``rd`` at the end of its ``with`` block and wait for the release, in one native
+    call when the read is complete; False means "take the general path" (nothing was done)."""
+    if stage._destroyed or _lib._forked_child:
+        return False
+    op = rd.op
+    detach = 0
+    if op is not None and op.ok and not op._consumed and op._op_id:
+        detach = op._op_id
+    try:
+        pending = _release_read_now(stage._id, rd.handle, detach)
+    except RuntimeError:
+        return False
+    rd._released = True
+    if detach:
+        op._consumed = True  # type: ignore[union-attr]
+    if pending:
+        Operation._accepted(stage, pending).wait()
+    return True
+
+
+def advance_write_floor(stage: Stage, ordinal: int) -> Operation | None:
+    """``advance_write_floor(ordinal)`` of every attribute (scope ALL, no attribute list) in
+    one native call; None means "take the general path". The caller checked ``ordinal``."""
+    if stage._destroyed or _lib._forked_child:
+        return None
+    try:
+        op_id = _advance_write_floor_all(stage._id, ordinal)
+    except RuntimeError as exc:
+        err = error_from_native(exc)
+        if isinstance(err, OvstageError):  # an engine rejection: a rejected Operation
+            return stage._rejected(err)
+        raise err from None
     return Operation._accepted(stage, op_id)

@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import _lib
 from ._abi import MapGroupRaw, ReadGroupRaw
 from ._dlpack import DLDeviceType, DLTensor, ManagedDLTensor
 from ._enums import AttributeSemantic
 from ._errors import ErrorCode, OvstageError
 from ._guards import as_bool_flag, as_index
-from ._lib import exporter
+from ._lib import exporter, native
 from ._warn import warn_finalized
 
 if TYPE_CHECKING:
@@ -20,6 +21,10 @@ if TYPE_CHECKING:
     from ._stage import Stage
 
 __all__ = ["AttributeMeta", "MapGroup", "MapGroupRaw", "ReadGroup", "ReadGroupRaw"]
+
+# The native calls of the read-group fast paths (ReadGroup.dlpack, ReadGroup.release).
+_export_group_tensor = native._native.pybind_ExportGroupTensor
+_release_group = native._native.pybind_ReleaseGroup
 
 
 def _device_label(device_type: int, device_id: int) -> str:
@@ -206,9 +211,26 @@ class ReadGroup(_GroupBase):
     def _group_id(self) -> int:
         return int(self._check().read_group_id)
 
+    def _live_stage(self) -> Stage | None:
+        """The stage, when the group's fast paths may call it directly: the group is not
+        released and its stage is live (otherwise the general path reports why)."""
+        stage = self._stage
+        if self._released or stage is None or stage._destroyed or _lib._forked_child:
+            return None
+        return stage
+
     def release(self) -> None:
         """Release the group (OvstageError(INVALID_HANDLE) if already released, or if the
         group was built without a stage: nothing owns it)."""
+        stage = self._live_stage()
+        if stage is not None:
+            try:
+                _release_group(stage._id, self.raw.read_group_id)
+            except RuntimeError:
+                pass  # the general path below reports it
+            else:
+                self._released = True
+                return
         self._check()
         if self._stage is None:
             raise OvstageError(
@@ -234,6 +256,26 @@ class ReadGroup(_GroupBase):
         warn_finalized("ReadGroup", group_id)
 
     # -- fields ---------------------------------------------------------------------------
+
+    def dlpack(self, i: int = 0, *, readonly: bool | None = None) -> ManagedDLTensor:
+        """A DLPack exporter for tensor ``i`` (for ``np/torch.from_dlpack``); the export keeps
+        its storage alive on its own.
+
+        ``readonly=False`` exports a private copy of the tensor (made on its device when the
+        export is created, flagged ``IS_COPIED``): writing into it never changes the sealed
+        data.
+        """
+        stage = self._live_stage()
+        if stage is not None and i.__class__ is int and readonly is None:
+            raw = self.raw  # the read-only export of a tensor in range: one native call
+            if 0 <= i < raw.data.tensor_count:
+                try:
+                    addr = _export_group_tensor(stage._id, raw.read_group_id, i, True)
+                except RuntimeError:
+                    pass  # the general path below reports it
+                else:
+                    return ManagedDLTensor._from_native(addr, True, exporter)
+        return super().dlpack(i, readonly=readonly)
 
     def tensor(self, i: int) -> DLTensor:
         """Raw ``DLTensor`` ``i`` of sealed data (valid until release; copy what you keep).

@@ -117,6 +117,8 @@ class Read(_Handle):
     """A read handle: fetch its groups with ``fetch_next`` or iterate ``groups()``."""
 
     _kind = "Read"
+    #: Groups this Read has yet to fetch, when its enqueue found it complete (-1: unknown).
+    _left = -1
 
     def fetch_next(self, timeout: int = TIMEOUT_INFINITE) -> ReadGroup | None:
         """The next group, or None after the last (TIMEOUT raises OvstageError)."""
@@ -133,6 +135,12 @@ class Read(_Handle):
     def release(self) -> Operation:
         """Enqueue the release of the read handle (fetched groups stay valid)."""
         return self._stage.release_read(self)
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        # The usual end of a read: release and wait in one native call.
+        if exc_type is None and not self._released and self.handle and self._stage._end_read(self):
+            return
+        super().__exit__(exc_type, exc, tb)
 
 
 class OrdinalQuery(_Handle):

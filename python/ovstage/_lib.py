@@ -85,13 +85,16 @@ class _Exporter:
 
     def __init__(self) -> None:
         self._destructor = call(native.CapsuleDestructorAddress)
+        # Every np.from_dlpack of a group tensor runs these two: the raw calls, no wrapper.
+        self._clone = native._native.pybind_ManagedToCapsulePointer
+        self._free = native._native.pybind_ManagedFree
 
     def to_capsule_pointer(self, addr: int, versioned: bool) -> int:
-        return call(native.ManagedToCapsulePointer, addr, versioned)
+        return call(self._clone, addr, versioned)
 
     def free(self, addr: int) -> None:
         if not _forked_child:
-            native.ManagedFree(addr)
+            self._free(addr)
 
     def capsule_destructor(self) -> int:
         return self._destructor

@@ -85,6 +85,9 @@ class OrdinalRange:
     start_ordinal: int | None = None
 
     def __post_init__(self) -> None:
+        end = self.end_ordinal
+        if self.start_ordinal is None and end.__class__ is int and 0 <= end <= _UINT64_MAX:
+            return  # latest(end) of a plain int: valid (the common case; no ctypes struct)
         self.to_c()
 
     @classmethod
@@ -574,14 +577,14 @@ class Stage(_HierarchyMixin):
             and index_map is mask is count is cuda_event is cuda_stream is device is None
             and placement is None
             and prim_mode is PrimMode.UPSERT
-            and semantic.__class__ is int
-            and not semantic
+            and (semantic.__class__ is AttributeSemantic or semantic.__class__ is int)
+            and -(1 << 31) <= semantic < (1 << 31)
             and attribute_mode is AttributeMode.REJECT
             and ordinal.__class__ is int
             and 0 <= ordinal <= _UINT64_MAX
             and not self._destroyed
         ):
-            fast = _fastpath.write(self, query, attribute, ordinal, tensors)
+            fast = _fastpath.write(self, query, attribute, ordinal, tensors, int(semantic))
             if fast is not None:
                 return fast
         qh = _handle_of(query, Query, "query")
@@ -962,6 +965,15 @@ class Stage(_HierarchyMixin):
         self, ordinal: int, scope: Scope | int = Scope.ALL, attributes: Sequence[int] | None = None
     ) -> Operation:
         """Enqueue sealing of every ordinal <= ``ordinal`` (floors never move down)."""
+        if (
+            scope is Scope.ALL
+            and attributes is None
+            and ordinal.__class__ is int
+            and 0 <= ordinal <= _UINT64_MAX
+        ):
+            fast = _fastpath.advance_write_floor(self, ordinal)
+            if fast is not None:
+                return fast
         ordinal = as_uint64(ordinal, "ordinal")
         sc = as_enum(scope, Scope, "scope")
         if isinstance(attributes, (str, int)):
@@ -1074,6 +1086,12 @@ class Stage(_HierarchyMixin):
         With a ``placement`` the groups point at the copies on its device: a column current
         there is served as is, any other is copied there for the groups (freed with them).
         Without one each column is served where its current copy lives."""
+        if placement is None and ordinal_range.__class__ is OrdinalRange:
+            rd = _fastpath.read(
+                self, query, attrs, ordinal_range.start_ordinal, ordinal_range.end_ordinal
+            )
+            if rd is not None:
+                return rd
         qh = _handle_of(query, Query, "query")
         placement = as_placement(placement)
         if not isinstance(ordinal_range, OrdinalRange):
@@ -1106,6 +1124,10 @@ class Stage(_HierarchyMixin):
         self, read: Read | int, timeout: int = TIMEOUT_INFINITE
     ) -> ReadGroup | None:
         """The read's next group, or None after the last one."""
+        if read.__class__ is Read and timeout.__class__ is int and 0 <= timeout <= _UINT64_MAX:
+            addr = _fastpath.fetch_read(self, read)
+            if addr is not None:
+                return ReadGroup(ReadGroupRaw.from_address(addr), self) if addr else None
         rh = _handle_of(read, Read, "read")
         addr = self._fetch_next("fetch_read_next", native.FetchReadNext, "read", rh, timeout)
         if addr is None:
@@ -1128,6 +1150,11 @@ class Stage(_HierarchyMixin):
             read._released = True
             read._drop_op()
         return op
+
+    def _end_read(self, read: Read) -> bool:
+        """Release ``read`` and wait for the release (leaving its ``with`` block normally)
+        in one native call; False: nothing was done, take ``release().wait()``."""
+        return _fastpath.release_read(self, read)
 
     def _export_group_tensor(self, group_id: int, index: int, readonly: bool) -> int:
         return call(

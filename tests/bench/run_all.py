@@ -23,10 +23,16 @@ SCRIPTS = [
     "bench_c_api.py",
     "bench_typed_reads.py",
     "bench_scaling.py",
+    "bench_step.py",
+    "bench_threads.py",
     "bench_history.py",
     "bench_population.py",
+    "bench_chart.py",
 ]
 QUICK = {
+    "bench_step.py",
+    "bench_threads.py",
+    "bench_chart.py",
     "bench_async.py",
     "bench_c_api.py",
     "bench_typed_reads.py",
