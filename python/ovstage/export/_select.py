@@ -1,0 +1,427 @@
+"""What an export reads: the stage's sealed state at one ordinal, and which prims it keeps.
+
+An export works on committed state only. :func:`read_state` first checks that the caller's
+ordinal is the stage's current committed ordinal (its global write floor: everything at or
+below it is sealed), then reads every column with ``OrdinalRange.latest(ordinal)`` — or, for a
+change-based export, ``OrdinalRange.between(since_ordinal + 1, ordinal)``, which returns the
+current value (or a tombstone) of each (prim, attribute) changed in that interval. Reads are
+ordinary read ops: they take references to sealed buffers and never block writers.
+
+The predicates of an export (:func:`prim_accepts`, :func:`property_accepts`) are evaluated on
+that state: prim types and schemas come from the reserved names population wrote
+(``usd-prim-type``, ``usd-schemas``, ``usd-ancestor-types``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._errors import ErrorCode, OvstageError
+from .._pathdict import PathDictionary
+from .._stage import OrdinalRange
+from ..population._descs import PrimPredicateKind, PropertyPredicateKind
+from ..population._mapping import ColumnType
+from ._rules import ExportOptions, ExportSelection
+
+if TYPE_CHECKING:
+    from .._stage import Stage
+
+__all__ = [
+    "PRIM_TYPE",
+    "RESERVED",
+    "SCHEMAS",
+    "Column",
+    "StageState",
+    "prim_accepts",
+    "property_accepts",
+    "read_state",
+]
+
+PRIM_TYPE = "usd-prim-type"
+SCHEMAS = "usd-schemas"
+ANCESTOR_TYPES = "usd-ancestor-types"
+#: Reserved names population writes on every prim: never exported as attributes.
+RESERVED = frozenset({PRIM_TYPE, SCHEMAS, ANCESTOR_TYPES, "usd-path", "usd-parent"})
+
+
+@dataclass
+class Column:
+    """One attribute over the prims that have it (in a change read: that changed it).
+
+    ``fixed``: rows aligned with ``paths`` (shape ``(n, *components)``) for a fixed column;
+    ``rows``: one array per prim for an array column. ``deleted``: prims whose value was
+    deleted in the interval (change reads only).
+    """
+
+    name: str
+    ctype: ColumnType
+    paths: list[str] = field(default_factory=list)
+    fixed: np.ndarray | None = None
+    rows: list[np.ndarray] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    _index: dict[str, int] | None = None
+
+    def index(self) -> dict[str, int]:
+        """Prim path -> row."""
+        if self._index is None:
+            self._index = {p: i for i, p in enumerate(self.paths)}
+        return self._index
+
+
+class Resolver:
+    """Token and path ids of the stage's dictionary back to strings, each id asked once."""
+
+    def __init__(self, dictionary: PathDictionary) -> None:
+        self.dictionary = dictionary
+        self._tokens: dict[int, str] = {0: ""}
+        self._paths: dict[int, str] = {}
+
+    def token(self, token: int) -> str:
+        text = self._tokens.get(token)
+        if text is None:
+            text = self._tokens[token] = self.dictionary.token_to_string(token)
+        return text
+
+    def tokens(self, ids: np.ndarray) -> list[str]:
+        """Strings of an array of ids (0 is the empty string), one lookup per distinct id."""
+        flat = np.asarray(ids, dtype=np.uint64).reshape(-1)
+        if flat.size <= 16:
+            return [self.token(int(i)) for i in flat]
+        unique, inverse = np.unique(flat, return_inverse=True)
+        texts = np.array([self.token(int(u)) for u in unique], dtype=object)
+        return list(texts[inverse.reshape(-1)])
+
+    def path(self, path_id: int) -> str:
+        text = self._paths.get(path_id)
+        if text is None:
+            text = self._paths[path_id] = self.dictionary.path_to_string(path_id)
+        return text
+
+
+@dataclass
+class StageState:
+    """The columns an export looks at, read at ``ordinal``."""
+
+    ordinal: int
+    prims: list[str]
+    columns: dict[str, Column]
+    resolver: Resolver
+    #: In a change read: the reserved columns at ``ordinal`` (for predicates), and the prims
+    #: deleted in the interval.
+    reserved: dict[str, Column] = field(default_factory=dict)
+    deleted_prims: list[str] = field(default_factory=list)
+    changes_only: bool = False
+    _prim_info: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = field(
+        default_factory=dict
+    )
+
+    def reserved_column(self, name: str) -> Column | None:
+        return self.reserved.get(name) or self.columns.get(name)
+
+    def names_of(self, name: str, path: str) -> tuple[str, ...]:
+        """A token-array (or token) reserved column of one prim as strings."""
+        column = self.reserved_column(name)
+        if column is None:
+            return ()
+        row = column.index().get(path)
+        if row is None:
+            return ()
+        value = column.rows[row] if column.ctype.is_array else column.fixed[row]  # type: ignore[index]
+        return tuple(t for t in self.resolver.tokens(value) if t)
+
+    def info(self, path: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+        """``(type name, applied schemas, ancestor types)`` of a prim."""
+        found = self._prim_info.get(path)
+        if found is None:
+            types = self.names_of(PRIM_TYPE, path)
+            found = (
+                types[0] if types else "",
+                self.names_of(SCHEMAS, path),
+                self.names_of(ANCESTOR_TYPES, path),
+            )
+            self._prim_info[path] = found
+        return found
+
+
+def current_ordinal(stage: Stage) -> int:
+    """The stage's current committed ordinal: its global write floor."""
+    with stage.get_attribute_write_floor(None) as query:
+        return int(query.fetch())
+
+
+def check_ordinals(stage: Stage, options: ExportOptions) -> None:
+    """INVALID_ARGUMENT unless ``options.ordinal`` is the current committed ordinal (and, for
+    a change export, ``since_ordinal`` is not above it)."""
+    current = current_ordinal(stage)
+    if options.ordinal != current:
+        raise OvstageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"ordinal {options.ordinal}: USD export requires desc.ordinal to equal the current "
+            f"committed ovstage ordinal ({current})",
+        )
+    if (
+        options.selection == ExportSelection.CHANGED_PROPERTIES_SINCE_ORDINAL
+        and options.since_ordinal > options.ordinal
+    ):
+        raise OvstageError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"since_ordinal {options.since_ordinal} is above ordinal {options.ordinal}",
+        )
+
+
+def _indices(pointer: Any, count: int) -> np.ndarray | None:
+    if not pointer:
+        return None
+    return np.ctypeslib.as_array(ctypes.cast(pointer, ctypes.POINTER(ctypes.c_uint32)), (count,))
+
+
+def _column_type(group: Any) -> ColumnType:
+    tensor = group.tensor(0)
+    dtype = tensor.dtype
+    width = int(np.prod(tensor.shape_tuple[1:], dtype=np.int64)) * int(dtype.lanes)
+    return ColumnType(int(dtype.code), int(dtype.bits), width, bool(group.is_array), group.semantic)
+
+
+class _Reader:
+    """Reads of one export, with the path strings of each path list fetched once."""
+
+    def __init__(self, stage: Stage, resolver: Resolver) -> None:
+        self.stage = stage
+        self.resolver = resolver
+        self._lists: dict[int, list[str]] = {}
+
+    def _paths(self, group: Any) -> list[str]:
+        handle = group.prim_list
+        paths = self._lists.get(handle)
+        if paths is None:
+            paths = self._lists[handle] = self.resolver.dictionary.get_path_strings(handle)
+        raw = group.raw.prims
+        local = _indices(raw.index_map, raw.count)
+        if local is None:
+            return paths[raw.offset : raw.offset + raw.count]
+        return [paths[i] for i in local.tolist()]
+
+    def read(self, query: Any, names: list[str], ordinal_range: OrdinalRange) -> dict[str, Column]:
+        columns: dict[str, Column] = {}
+        if not names:
+            return columns
+        with self.stage.read_attributes(query, names, ordinal_range) as read:
+            try:
+                read.wait()
+            except OvstageError as exc:
+                raise OvstageError(
+                    exc.code,
+                    f"the source state at ordinal {ordinal_range.end_ordinal} is unavailable: "
+                    f"{exc.message}",
+                ) from None
+            for group in read.groups():
+                with group:
+                    self._add(columns, group)
+        return columns
+
+    def _add(self, columns: dict[str, Column], group: Any) -> None:
+        name = self.resolver.token(group.attribute)
+        paths = self._paths(group)
+        if group.is_delete:
+            column = columns.get(name)
+            if column is None:
+                column = columns[name] = Column(name, ColumnType(0, 0, 0, False))
+            column.deleted.extend(paths)
+            return
+        ctype = _column_type(group)
+        data = group.raw.data
+        rows = _indices(data.index_map, data.count)
+        column = columns.get(name)
+        if column is None or (column.ctype.bits == 0 and not column.paths):
+            deleted = column.deleted if column is not None else []
+            column = columns[name] = Column(name, ctype, deleted=deleted)
+        if ctype.is_array:
+            order = range(len(paths)) if rows is None else rows.tolist()
+            column.rows.extend(group.array(i) for i in order)
+        else:
+            values = group.array(0)
+            picked = values[: len(paths)] if rows is None else values[rows]
+            column.fixed = (
+                np.array(picked)
+                if column.fixed is None
+                else np.concatenate([column.fixed, np.array(picked)])
+            )
+        column.paths.extend(paths)
+        column._index = None
+
+
+def read_state(stage: Stage, options: ExportOptions, known_prims: Iterable[str] = ()) -> StageState:
+    """The state an export looks at (see the module documentation).
+
+    ``known_prims``: prims a destination already has opinions on; in a change export those no
+    longer on the stage are checked for deletions in the interval.
+    """
+    check_ordinals(stage, options)
+    dictionary = PathDictionary(stage)
+    resolver = Resolver(dictionary)
+    reader = _Reader(stage, resolver)
+    query = stage.query()
+    try:
+        result = stage.fetch_query_result(query)
+        names = sorted({resolver.token(a) for a in result.attributes})
+        ordinal = options.ordinal
+        if options.selection != ExportSelection.CHANGED_PROPERTIES_SINCE_ORDINAL:
+            columns = reader.read(query, names, OrdinalRange.latest(ordinal))
+            prims = sorted({p for c in columns.values() for p in c.paths})
+            return StageState(ordinal, prims, columns, resolver)
+        reserved_names = [n for n in names if n in RESERVED]
+        reserved = reader.read(query, reserved_names, OrdinalRange.latest(ordinal))
+        present = {p for c in reserved.values() for p in c.paths}
+        changed: dict[str, Column] = {}
+        if options.since_ordinal < ordinal:
+            between = OrdinalRange.between(options.since_ordinal + 1, ordinal)
+            changed = reader.read(query, names, between)
+            gone = sorted(
+                set(known_prims) - present - {p for c in changed.values() for p in c.paths}
+            )
+            deleted = _deleted_prims(stage, reader, gone, names, between)
+        else:
+            deleted = []
+        prims = sorted({p for c in changed.values() for p in c.paths})
+        return StageState(ordinal, prims, changed, resolver, reserved, deleted, True)
+    finally:
+        stage.release_query(query).wait()
+
+
+def _deleted_prims(
+    stage: Stage, reader: _Reader, paths: list[str], names: list[str], between: OrdinalRange
+) -> list[str]:
+    """Which of ``paths`` (prims no longer on the stage) were deleted in the interval."""
+    if not paths:
+        return []
+    wanted = sorted(set(names) | RESERVED)
+    path_list = reader.resolver.dictionary.create_path_list_from_strings(paths)
+    query = stage.query_from_path_list(path_list)
+    try:
+        columns = reader.read(query, wanted, between)
+    finally:
+        stage.release_query(query).wait()
+        path_list.release()
+    return sorted({p for c in columns.values() for p in c.deleted})
+
+
+# -- predicates --------------------------------------------------------------------------
+
+_PRIM_SUPPORTED = frozenset(
+    {
+        PrimPredicateKind.NONE,
+        PrimPredicateKind.ALL,
+        PrimPredicateKind.AND,
+        PrimPredicateKind.OR,
+        PrimPredicateKind.NOT,
+        PrimPredicateKind.HAS_TYPE,
+        PrimPredicateKind.IS_A_TYPE,
+        PrimPredicateKind.HAS_SCHEMA,
+        PrimPredicateKind.HAS_APPLIED_SCHEMA,
+        PrimPredicateKind.HAS_APPLIED_SCHEMA_IN_NAMESPACE,
+        PrimPredicateKind.HAS_PATH,
+        PrimPredicateKind.IS_UNDER_PATH,
+    }
+)
+_PROPERTY_SUPPORTED = frozenset(
+    {
+        PropertyPredicateKind.NONE,
+        PropertyPredicateKind.ALL,
+        PropertyPredicateKind.AND,
+        PropertyPredicateKind.OR,
+        PropertyPredicateKind.NOT,
+        PropertyPredicateKind.DECLARED_BY_SCHEMA,
+        PropertyPredicateKind.HAS_NAME,
+        PropertyPredicateKind.IN_NAMESPACE,
+        PropertyPredicateKind.IS_ATTRIBUTE,
+        PropertyPredicateKind.IS_RELATIONSHIP,
+    }
+)
+
+
+def check_predicates(prim: Any, prop: Any) -> None:
+    """NOT_SUPPORTED when a predicate tree holds a kind export does not evaluate."""
+    for tree, supported, what in (
+        (prim, _PRIM_SUPPORTED, "prim_predicate"),
+        (prop, _PROPERTY_SUPPORTED, "property_predicate"),
+    ):
+        stack = [tree]
+        while stack:
+            node = stack.pop()
+            if node.kind not in supported:
+                raise OvstageError(
+                    ErrorCode.NOT_SUPPORTED,
+                    f"{what}: kind {node.kind.name} is not supported by USD export",
+                )
+            stack.extend(node.subpredicates or ())
+
+
+def _under(path: str, root: str) -> bool:
+    return root == "/" or path == root or path.startswith(root + "/")
+
+
+def prim_accepts(node: Any, state: StageState, path: str) -> bool:
+    """Whether the prim predicate ``node`` accepts prim ``path``."""
+    kind = node.kind
+    if kind == PrimPredicateKind.ALL:
+        return True
+    if kind == PrimPredicateKind.NONE:
+        return False
+    if kind == PrimPredicateKind.AND:
+        return all(prim_accepts(n, state, path) for n in node.subpredicates)
+    if kind == PrimPredicateKind.OR:
+        return any(prim_accepts(n, state, path) for n in node.subpredicates)
+    if kind == PrimPredicateKind.NOT:
+        return not prim_accepts(node.subpredicates[0], state, path)
+    if kind == PrimPredicateKind.HAS_PATH:
+        return path in node.strings
+    if kind == PrimPredicateKind.IS_UNDER_PATH:
+        return any(_under(path, root) for root in node.strings)
+    type_name, schemas, ancestors = state.info(path)
+    if kind == PrimPredicateKind.HAS_TYPE:
+        return type_name in node.strings
+    if kind == PrimPredicateKind.IS_A_TYPE:
+        return type_name in node.strings or any(a in node.strings for a in ancestors)
+    if kind == PrimPredicateKind.HAS_APPLIED_SCHEMA:
+        return any(s in node.strings for s in schemas)
+    if kind == PrimPredicateKind.HAS_SCHEMA:
+        names = {type_name, *schemas, *ancestors}
+        return any(s in names for s in node.strings)
+    # HAS_APPLIED_SCHEMA_IN_NAMESPACE: a family such as "CollectionAPI" for "CollectionAPI:x"
+    return any(s.split(":", 1)[0] in node.strings for s in schemas)
+
+
+def property_accepts(
+    node: Any, name: str, is_relationship: bool, declared_by: Callable[[Any], frozenset[str]]
+) -> bool:
+    """Whether the property predicate ``node`` accepts property ``name``; ``declared_by(names)``
+    gives the property names the schemas ``names`` declare."""
+    kind = node.kind
+    if kind == PropertyPredicateKind.ALL:
+        return True
+    if kind == PropertyPredicateKind.NONE:
+        return False
+    if kind == PropertyPredicateKind.AND:
+        return all(
+            property_accepts(n, name, is_relationship, declared_by) for n in node.subpredicates
+        )
+    if kind == PropertyPredicateKind.OR:
+        return any(
+            property_accepts(n, name, is_relationship, declared_by) for n in node.subpredicates
+        )
+    if kind == PropertyPredicateKind.NOT:
+        return not property_accepts(node.subpredicates[0], name, is_relationship, declared_by)
+    if kind == PropertyPredicateKind.HAS_NAME:
+        return name in node.strings
+    if kind == PropertyPredicateKind.IN_NAMESPACE:
+        return any(name.startswith(ns + ":") for ns in node.strings)
+    if kind == PropertyPredicateKind.IS_ATTRIBUTE:
+        return not is_relationship
+    if kind == PropertyPredicateKind.IS_RELATIONSHIP:
+        return is_relationship
+    return name in declared_by(node.strings)  # DECLARED_BY_SCHEMA
