@@ -40,6 +40,7 @@ def _inverse_table() -> dict[tuple[int, int, int, int], str]:
     return table
 
 
+_STRING_ID = (mapping.UINT, 64, 1, int(AttributeSemantic.NONE))
 _EXTENT = mapping.ColumnType(mapping.FLOAT, 64, 6, False)
 _STRING_BYTES = mapping.ColumnType(mapping.UINT, 8, 1, True, AttributeSemantic.STRING)
 
@@ -174,9 +175,12 @@ def connection_targets(pairs: np.ndarray, resolver: Resolver) -> list[Any]:
 
 
 def metadata_value(column: Column, row: int, resolver: Resolver) -> Any:
-    """A ``usd-metadata:*`` cell as a plain Python value (token ids as strings)."""
+    """A ``usd-metadata:*`` cell as a plain Python value (token and string ids as strings)."""
     ctype = column.ctype
     type_name = inferred_type_name(column.name, ctype)
+    if (ctype.code, ctype.bits, ctype.lanes, int(ctype.semantic)) == _STRING_ID:
+        # population maps metadata strings to ids (only integers >= 2**63 become uint64)
+        type_name = "string[]" if ctype.is_array else "string"
     if type_name is None:
         raise Unsupported(f"metadata column {column.name} has no USD type")
     single = Column(column.name, ctype, [column.paths[row]])
