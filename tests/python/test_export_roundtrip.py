@@ -12,9 +12,9 @@ import pytest
 
 pytest.importorskip("pxr", reason="usd-core is not installed (pip install 'ovstage-go[usd]')")
 
-from ovstage import OrdinalRange  # noqa: E402
-from ovstage import population as pop  # noqa: E402
-from pxr import Gf, Sdf, Usd  # noqa: E402
+from ovstage import OrdinalRange
+from ovstage import population as pop
+from pxr import Gf, Sdf, Usd
 
 #: One custom attribute of each USD type population maps, with a value.
 TYPED_VALUES: list[tuple[str, str]] = [
