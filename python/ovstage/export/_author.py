@@ -156,4 +156,4 @@ def _remove(layer: Any, plan: Plan) -> None:
         prim = layer.GetPrimAtPath(path)
         if prim:
             parent = prim.nameParent or layer.pseudoRoot
-            parent.RemoveNameChild(prim)
+            del parent.nameChildren[prim.name]

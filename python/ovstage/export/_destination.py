@@ -168,6 +168,7 @@ class ExportDestination:
         self._closing = False
         self._lock = threading.RLock()
         self._canonical = ""
+        self._mode = ExportDestinationMode.EMPTY
 
     # -- creation ------------------------------------------------------------------------
 
@@ -198,19 +199,20 @@ class ExportDestination:
             raise ValueError("identifier must be a non-empty file name")
         chosen = as_enum(mode, ExportDestinationMode, "mode")
         _file_format(text)
-        destination = cls(stage, None, next(_handles), text)
-        destination._mode = chosen
         canonical = _canonical(text)
         with _registry_lock:
             live = _active.get(canonical)
-            if live is not None and live() is not None and not live()._closed:  # type: ignore[union-attr]
+            holder = live() if live is not None else None
+            if holder is not None and not holder._closed:
                 raise OvstageError(
                     ErrorCode.INVALID_ARGUMENT,
                     f"identifier {text!r}: a USD export destination for this identifier is "
                     "already active",
                 )
+            destination = cls(stage, None, next(_handles), text)
+            destination._mode = chosen
+            destination._canonical = canonical
             _active[canonical] = weakref.ref(destination)
-        destination._canonical = canonical
         return destination
 
     def _open(self) -> None:
@@ -267,6 +269,13 @@ class ExportDestination:
         state = "closed" if self._closed else "open"
         return f"ExportDestination({self._handle}, {self._identifier!r}, {state})"
 
+    def _require_live(self, what: str) -> None:
+        """Queued work runs while the destination is closing (a close queued after it)."""
+        if self._closed:
+            raise RuntimeError(
+                f"ExportDestination.{what}: the destination {self._identifier!r} is closed"
+            )
+
     def _require_open(self, what: str) -> None:
         if self._closed or self._closing:
             raise RuntimeError(
@@ -279,7 +288,7 @@ class ExportDestination:
     def export_options(self, options: ExportOptions) -> dict[str, int]:
         """Add the exported opinions (in memory); on failure the content is as before."""
         with self._lock:
-            self._require_open("export")
+            self._require_live("export")
             layer = self._layer
             backup = None
             if not layer.empty:
@@ -296,7 +305,7 @@ class ExportDestination:
 
     def save_now(self) -> bool:
         with self._lock:
-            self._require_open("save")
+            self._require_live("save")
             save_layer(self._layer, self._identifier)
             return True
 
