@@ -123,7 +123,8 @@ def test_a_destination_follows_sparse_writes_and_deletes(stage, tmp_path: Path) 
         report = destination.export(2, since_ordinal=1, selection=CHANGES, attribute_rules=HEAT)
         layer = destination.layer
         assert layer.GetAttributeAtPath("/World/B.sim:heat").default == 25.0
-        assert not layer.GetAttributeAtPath("/World/C.sim:heat")
+        # OVER mode: the deleted value is blocked (the source's opinion stays hidden)
+        assert layer.GetAttributeAtPath("/World/C.sim:heat").default == Sdf.ValueBlock()
         assert not layer.GetPrimAtPath("/World/A")
         assert report["attributes_exported"] == 1
         assert not out.exists()  # nothing is stored before an explicit save
@@ -132,6 +133,20 @@ def test_a_destination_follows_sparse_writes_and_deletes(stage, tmp_path: Path) 
         assert saved.GetAttributeAtPath("/World/B.sim:heat").default == 25.0
         assert not saved.GetPrimAtPath("/World/A")
     assert destination.closed
+
+
+def test_a_def_destination_drops_deleted_properties(stage) -> None:
+    _populated(stage)
+    layer = Sdf.Layer.CreateAnonymous("def.usda")
+    defs = pop.OVSTAGE_POPULATION_EXPORT_LAYER_MODE_DEF
+    pop.export_to_usd_layer(stage, layer, 1, attribute_rules=HEAT, layer_mode=defs)
+    _on(stage, ["/World/C"], lambda q: stage.delete_attributes(q, ["sim:heat"], 2))
+    stage.advance_write_floor(2).wait()
+    pop.export_to_usd_layer(
+        stage, layer, 2, since_ordinal=1, selection=CHANGES, attribute_rules=HEAT, layer_mode=defs
+    )
+    assert not layer.GetAttributeAtPath("/World/C.sim:heat")
+    assert layer.GetAttributeAtPath("/World/B.sim:heat").default == 2.0
 
 
 def test_save_replaces_the_stored_file_and_close_discards(stage, tmp_path: Path) -> None:

@@ -147,11 +147,17 @@ def author(layer: Any, plan: Plan) -> None:
 
 
 def _remove(layer: Any, plan: Plan) -> None:
-    """Take out the opinions of what a change export saw deleted."""
+    """What a change export saw deleted: in DEF mode the property spec goes; in OVER mode an
+    attribute the layer has gets a value block, so the layer over its source still says
+    "no value" (as the stage does) instead of revealing the source's opinion."""
     for path, name in plan.removed_properties:
         prop = layer.GetPropertyAtPath(f"{path}.{name}")
-        if prop:
+        if not prop:
+            continue
+        if plan.specifier_def or not isinstance(prop, Sdf.AttributeSpec):
             prop.owner.RemoveProperty(prop)
+        else:
+            prop.default = Sdf.ValueBlock()
     for path in plan.removed_prims:
         prim = layer.GetPrimAtPath(path)
         if prim:

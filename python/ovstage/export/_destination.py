@@ -48,15 +48,17 @@ if TYPE_CHECKING:
 __all__ = ["ExportDestination", "export_into_layer", "raising", "save_layer"]
 
 
-def _layer_prims(layer: Any) -> list[str]:
-    """Paths of every prim spec of ``layer``."""
-    out: list[str] = []
+def _layer_content(layer: Any) -> tuple[list[str], set[str]]:
+    """Paths of every prim spec of ``layer`` and the names of their properties."""
+    paths: list[str] = []
+    names: set[str] = set()
     stack = list(layer.rootPrims)
     while stack:
         spec = stack.pop()
-        out.append(str(spec.path))
+        paths.append(str(spec.path))
+        names.update(spec.properties.keys())
         stack.extend(spec.nameChildren)
-    return out
+    return paths, names
 
 
 def export_into_layer(stage: Stage, layer: Any, options: ExportOptions) -> dict[str, int]:
@@ -64,8 +66,8 @@ def export_into_layer(stage: Stage, layer: Any, options: ExportOptions) -> dict[
     check_predicates(options.prim_predicate, options.property_predicate)
     report = new_report()
     changes = options.selection == ExportSelection.CHANGED_PROPERTIES_SINCE_ORDINAL
-    known = _layer_prims(layer) if changes else ()
-    state = read_state(stage, options, known)
+    known, names = _layer_content(layer) if changes else ([], set())
+    state = read_state(stage, options, known, names)
     chosen = plan(
         state,
         options,

@@ -255,11 +255,18 @@ class _Reader:
         column._index = None
 
 
-def read_state(stage: Stage, options: ExportOptions, known_prims: Iterable[str] = ()) -> StageState:
+def read_state(
+    stage: Stage,
+    options: ExportOptions,
+    known_prims: Iterable[str] = (),
+    known_names: Iterable[str] = (),
+) -> StageState:
     """The state an export looks at (see the module documentation).
 
-    ``known_prims``: prims a destination already has opinions on; in a change export those no
-    longer on the stage are checked for deletions in the interval.
+    ``known_prims`` / ``known_names``: prims and property names a destination already has
+    opinions on; a change export also reads those names (an attribute deleted from every prim
+    is no longer among the stage's attributes) and checks the prims no longer on the stage for
+    deletions in the interval.
     """
     check_ordinals(stage, options)
     dictionary = PathDictionary(stage)
@@ -278,36 +285,39 @@ def read_state(stage: Stage, options: ExportOptions, known_prims: Iterable[str] 
         reserved = reader.read(query, reserved_names, OrdinalRange.latest(ordinal))
         present = {p for c in reserved.values() for p in c.paths}
         changed: dict[str, Column] = {}
+        deleted: list[str] = []
         if options.since_ordinal < ordinal:
             between = OrdinalRange.between(options.since_ordinal + 1, ordinal)
             changed = reader.read(query, names, between)
-            gone = sorted(
-                set(known_prims) - present - {p for c in changed.values() for p in c.paths}
-            )
-            deleted = _deleted_prims(stage, reader, gone, names, between)
-        else:
-            deleted = []
+            known = sorted(set(known_prims))
+            wanted = sorted(set(names) | set(known_names) | RESERVED)
+            tombstones = _tombstones(stage, reader, known, wanted, between)
+            for name, paths in tombstones.items():
+                column = changed.setdefault(name, Column(name, ColumnType(0, 0, 0, False)))
+                column.deleted = sorted(set(column.deleted) | paths)
+            gone = set(known) - present
+            deleted = sorted(p for p in gone if any(p in t for t in tombstones.values()))
         prims = sorted({p for c in changed.values() for p in c.paths})
         return StageState(ordinal, prims, changed, resolver, reserved, deleted, True)
     finally:
         stage.release_query(query).wait()
 
 
-def _deleted_prims(
+def _tombstones(
     stage: Stage, reader: _Reader, paths: list[str], names: list[str], between: OrdinalRange
-) -> list[str]:
-    """Which of ``paths`` (prims no longer on the stage) were deleted in the interval."""
+) -> dict[str, set[str]]:
+    """name -> the prims of ``paths`` whose ``name`` was deleted in the interval (a read over
+    the stage's own prims misses a name no prim has any more, and deleted prims)."""
     if not paths:
-        return []
-    wanted = sorted(set(names) | RESERVED)
+        return {}
     path_list = reader.resolver.dictionary.create_path_list_from_strings(paths)
     query = stage.query_from_path_list(path_list)
     try:
-        columns = reader.read(query, wanted, between)
+        columns = reader.read(query, names, between)
     finally:
         stage.release_query(query).wait()
         path_list.release()
-    return sorted({p for c in columns.values() for p in c.deleted})
+    return {name: set(c.deleted) for name, c in columns.items() if c.deleted}
 
 
 # -- predicates --------------------------------------------------------------------------
