@@ -13,6 +13,8 @@ import pytest
 
 pytest.importorskip("pxr", reason="usd-core is not installed (pip install 'ovstage-go[usd]')")
 
+IDENTITY = "( (1, 0, 0, 0), (0, 1, 0, 0), (0, 0, 1, 0), (0, 0, 0, 1) )"
+FELL_TO_6 = "( (1, 0, 0, 0), (0, 1, 0, 0), (0, 0, 1, 0), (0, 0, 6, 1) )"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "python" / "usd-export" / "main.py"
 
 
@@ -36,21 +38,21 @@ def test_usd_export_example_output() -> None:
         "",
         'over "World"',
         "{",
-        "    matrix4d xformOp:transform = ( (1, 0, 0, 0), (0, 1, 0, 0), (0, 0, 1, 0), (0, 0, 0, 1) )",
+        f"    matrix4d xformOp:transform = {IDENTITY}",
         '    uniform token[] xformOpOrder = ["xformOp:transform"]',
         "",
         '    over "Ball"',
         "    {",
         "        custom float sim:charge = None",
         "        custom float sim:temperature = 310",
-        "        matrix4d xformOp:transform = ( (1, 0, 0, 0), (0, 1, 0, 0), (0, 0, 1, 0), (0, 0, 6, 1) )",
+        f"        matrix4d xformOp:transform = {FELL_TO_6}",
         '        uniform token[] xformOpOrder = ["xformOp:transform"]',
         "    }",
         "",
         '    over "Floor"',
         "    {",
         "        custom float sim:temperature = 280",
-        "        matrix4d xformOp:transform = ( (1, 0, 0, 0), (0, 1, 0, 0), (0, 0, 1, 0), (0, 0, 0, 1) )",
+        f"        matrix4d xformOp:transform = {IDENTITY}",
         '        uniform token[] xformOpOrder = ["xformOp:transform"]',
         "    }",
         "}",
