@@ -31,7 +31,7 @@ from ._operation import (
     ExportOperation,
     submit,
 )
-from ._plan import plan
+from ._plan import Plan, plan
 from ._rules import (
     ExportDestinationMode,
     ExportOptions,
@@ -48,26 +48,49 @@ if TYPE_CHECKING:
 __all__ = ["ExportDestination", "export_into_layer", "raising", "save_layer"]
 
 
-def _layer_content(layer: Any) -> tuple[list[str], set[str]]:
-    """Paths of every prim spec of ``layer`` and the names of their properties."""
-    paths: list[str] = []
-    names: set[str] = set()
-    stack = list(layer.rootPrims)
-    while stack:
-        spec = stack.pop()
-        paths.append(str(spec.path))
-        names.update(spec.properties.keys())
-        stack.extend(spec.nameChildren)
-    return paths, names
+class Known:
+    """The prims and property names a layer has opinions on (what a change export checks
+    for deletions). A destination keeps one up to date as it writes, instead of walking its
+    layer before every change export."""
+
+    def __init__(self, layer: Any) -> None:
+        self.prims: set[str] = set()
+        self.names: set[str] = set()
+        stack = list(layer.rootPrims)
+        while stack:
+            spec = stack.pop()
+            self.prims.add(str(spec.path))
+            self.names.update(spec.properties.keys())
+            stack.extend(spec.nameChildren)
+
+    def update(self, written: Plan) -> None:
+        self.prims.update(written.prims)
+        self.names.update(batch.name for batch in written.attributes)
+        self.names.update(name for _, name, _ in written.relationships)
+        self.names.update(name for _, name, _, _ in written.connections)
+        for path in written.removed_prims:
+            self.prims.difference_update(
+                [p for p in self.prims if p == path or p.startswith(path + "/")]
+            )
 
 
-def export_into_layer(stage: Stage, layer: Any, options: ExportOptions) -> dict[str, int]:
-    """Export ``stage``'s committed state into ``layer`` (in memory); the report."""
+def export_into_layer(
+    stage: Stage, layer: Any, options: ExportOptions, known: Known | None = None
+) -> dict[str, int]:
+    """Export ``stage``'s committed state into ``layer`` (in memory); the report.
+    ``known``: what the layer holds, when the caller tracks it (else the layer is walked for a
+    change export)."""
     check_predicates(options.prim_predicate, options.property_predicate)
     report = new_report()
     changes = options.selection == ExportSelection.CHANGED_PROPERTIES_SINCE_ORDINAL
-    known, names = _layer_content(layer) if changes else ([], set())
-    state = read_state(stage, options, known, names)
+    if changes and known is None:
+        known = Known(layer)
+    state = read_state(
+        stage,
+        options,
+        known.prims if known is not None else (),
+        known.names if known is not None else (),
+    )
     chosen = plan(
         state,
         options,
@@ -77,6 +100,8 @@ def export_into_layer(stage: Stage, layer: Any, options: ExportOptions) -> dict[
         _author.layer_fields(),
     )
     _author.author(layer, chosen)
+    if known is not None:
+        known.update(chosen)
     return report
 
 
@@ -171,6 +196,7 @@ class ExportDestination:
         self._lock = threading.RLock()
         self._canonical = ""
         self._mode = ExportDestinationMode.EMPTY
+        self._known: Known | None = None
 
     # -- creation ------------------------------------------------------------------------
 
@@ -233,6 +259,7 @@ class ExportDestination:
                     f"identifier {self._identifier!r}: cannot be opened {why}".rstrip(),
                 )
             layer.TransferContent(source)
+        self._known = Known(layer)
         self._layer = layer
 
     def _release(self) -> None:
@@ -296,13 +323,16 @@ class ExportDestination:
             if not layer.empty:
                 backup = Sdf.Layer.CreateAnonymous()
                 backup.TransferContent(layer)
+            if self._known is None:
+                self._known = Known(layer)
             try:
-                return export_into_layer(self._stage, layer, options)
+                return export_into_layer(self._stage, layer, options, self._known)
             except BaseException:
                 if backup is not None:
                     layer.TransferContent(backup)
                 else:
                     layer.Clear()
+                self._known = Known(layer)
                 raise
 
     def save_now(self) -> bool:

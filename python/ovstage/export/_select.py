@@ -194,12 +194,16 @@ class _Reader:
         self.stage = stage
         self.resolver = resolver
         self._lists: dict[int, list[str]] = {}
+        #: The prims of the first query read (the stage's own), once a group showed them.
+        self.query_prims: set[str] | None = None
 
     def _paths(self, group: Any) -> list[str]:
         handle = group.prim_list
         paths = self._lists.get(handle)
         if paths is None:
             paths = self._lists[handle] = self.resolver.dictionary.get_path_strings(handle)
+            if self.query_prims is None:
+                self.query_prims = set(paths)
         raw = group.raw.prims
         local = _indices(raw.index_map, raw.count)
         if local is None:
@@ -283,24 +287,62 @@ def read_state(
             return StageState(ordinal, prims, columns, resolver)
         reserved_names = [n for n in names if n in RESERVED]
         reserved = reader.read(query, reserved_names, OrdinalRange.latest(ordinal))
-        present = {p for c in reserved.values() for p in c.paths}
         changed: dict[str, Column] = {}
         deleted: list[str] = []
         if options.since_ordinal < ordinal:
             between = OrdinalRange.between(options.since_ordinal + 1, ordinal)
             changed = reader.read(query, names, between)
-            known = sorted(set(known_prims))
-            wanted = sorted(set(names) | set(known_names) | RESERVED)
-            tombstones = _tombstones(stage, reader, known, wanted, between)
-            for name, paths in tombstones.items():
-                column = changed.setdefault(name, Column(name, ColumnType(0, 0, 0, False)))
-                column.deleted = sorted(set(column.deleted) | paths)
-            gone = set(known) - present
-            deleted = sorted(p for p in gone if any(p in t for t in tombstones.values()))
+            deleted = _deletions(
+                stage,
+                reader,
+                changed,
+                set(known_prims),
+                set(known_names) - set(names),
+                names,
+                between,
+            )
         prims = sorted({p for c in changed.values() for p in c.paths})
         return StageState(ordinal, prims, changed, resolver, reserved, deleted, True)
     finally:
         stage.release_query(query).wait()
+
+
+def _deletions(
+    stage: Stage,
+    reader: _Reader,
+    changed: dict[str, Column],
+    known: set[str],
+    vanished: set[str],
+    names: list[str],
+    between: OrdinalRange,
+) -> list[str]:
+    """Tombstones a read over the stage's own prims cannot show: prims the destination knows
+    that are gone from the stage, and names the destination has that no prim has any more.
+    They are added to ``changed``; the deleted prims are returned.
+
+    The stage's prims are the path list of the query the reads above ran over (every group
+    points at it); only when no group came back are all known prims checked."""
+    if not known:
+        return []
+    present = reader.query_prims
+    gone = sorted(known - present) if present is not None else sorted(known)
+    vanished -= _DERIVED_NAMES
+    found: dict[str, set[str]] = {}
+    if gone:
+        found = _tombstones(stage, reader, gone, sorted(set(names) | vanished | RESERVED), between)
+    kept = sorted(known & present) if present is not None and vanished else []
+    if kept:
+        for name, paths in _tombstones(stage, reader, kept, sorted(vanished), between).items():
+            found.setdefault(name, set()).update(paths)
+    for name, paths in found.items():
+        column = changed.setdefault(name, Column(name, ColumnType(0, 0, 0, False)))
+        column.deleted = sorted(set(column.deleted) | paths)
+    gone_set = set(gone)
+    return sorted({p for paths in found.values() for p in paths if p in gone_set})
+
+
+#: Names export writes itself (from omni:xform): never stage columns.
+_DERIVED_NAMES = frozenset({"xformOp:transform", "xformOpOrder"})
 
 
 def _tombstones(
