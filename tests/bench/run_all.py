@@ -25,6 +25,7 @@ SCRIPTS = [
     "bench_scaling.py",
     "bench_history.py",
     "bench_population.py",
+    "bench_export.py",
 ]
 QUICK = {
     "bench_async.py",
@@ -33,6 +34,7 @@ QUICK = {
     "bench_scaling.py",
     "bench_history.py",
     "bench_population.py",
+    "bench_export.py",
 }
 
 

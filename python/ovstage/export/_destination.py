@@ -31,7 +31,7 @@ from ._operation import (
     ExportOperation,
     submit,
 )
-from ._plan import Plan, plan
+from ._plan import plan
 from ._rules import (
     ExportDestinationMode,
     ExportOptions,
@@ -40,7 +40,7 @@ from ._rules import (
     make_options,
     new_report,
 )
-from ._select import check_predicates, read_state
+from ._select import KnownOpinions, check_predicates, read_state
 
 if TYPE_CHECKING:
     from .._stage import Stage
@@ -48,34 +48,8 @@ if TYPE_CHECKING:
 __all__ = ["ExportDestination", "export_into_layer", "raising", "save_layer"]
 
 
-class Known:
-    """The prims and property names a layer has opinions on (what a change export checks
-    for deletions). A destination keeps one up to date as it writes, instead of walking its
-    layer before every change export."""
-
-    def __init__(self, layer: Any) -> None:
-        self.prims: set[str] = set()
-        self.names: set[str] = set()
-        stack = list(layer.rootPrims)
-        while stack:
-            spec = stack.pop()
-            self.prims.add(str(spec.path))
-            self.names.update(spec.properties.keys())
-            stack.extend(spec.nameChildren)
-
-    def update(self, written: Plan) -> None:
-        self.prims.update(written.prims)
-        self.names.update(batch.name for batch in written.attributes)
-        self.names.update(name for _, name, _ in written.relationships)
-        self.names.update(name for _, name, _, _ in written.connections)
-        for path in written.removed_prims:
-            self.prims.difference_update(
-                [p for p in self.prims if p == path or p.startswith(path + "/")]
-            )
-
-
 def export_into_layer(
-    stage: Stage, layer: Any, options: ExportOptions, known: Known | None = None
+    stage: Stage, layer: Any, options: ExportOptions, known: KnownOpinions | None = None
 ) -> dict[str, int]:
     """Export ``stage``'s committed state into ``layer`` (in memory); the report.
     ``known``: what the layer holds, when the caller tracks it (else the layer is walked for a
@@ -84,13 +58,8 @@ def export_into_layer(
     report = new_report()
     changes = options.selection == ExportSelection.CHANGED_PROPERTIES_SINCE_ORDINAL
     if changes and known is None:
-        known = Known(layer)
-    state = read_state(
-        stage,
-        options,
-        known.prims if known is not None else (),
-        known.names if known is not None else (),
-    )
+        known = KnownOpinions.of_layer(layer)
+    state = read_state(stage, options, known)
     chosen = plan(
         state,
         options,
@@ -101,7 +70,11 @@ def export_into_layer(
     )
     _author.author(layer, chosen)
     if known is not None:
-        known.update(chosen)
+        known.prims.update(chosen.prims)
+        known.names.update(batch.name for batch in chosen.attributes)
+        known.names.update(name for _, name, _ in chosen.relationships)
+        known.names.update(name for _, name, _, _ in chosen.connections)
+        known.forget(chosen.removed_prims)
     return report
 
 
@@ -196,7 +169,7 @@ class ExportDestination:
         self._lock = threading.RLock()
         self._canonical = ""
         self._mode = ExportDestinationMode.EMPTY
-        self._known: Known | None = None
+        self._known: KnownOpinions | None = None
 
     # -- creation ------------------------------------------------------------------------
 
@@ -259,7 +232,7 @@ class ExportDestination:
                     f"identifier {self._identifier!r}: cannot be opened {why}".rstrip(),
                 )
             layer.TransferContent(source)
-        self._known = Known(layer)
+        self._known = KnownOpinions.of_layer(layer)
         self._layer = layer
 
     def _release(self) -> None:
@@ -315,25 +288,16 @@ class ExportDestination:
     # -- work ----------------------------------------------------------------------------
 
     def export_options(self, options: ExportOptions) -> dict[str, int]:
-        """Add the exported opinions (in memory); on failure the content is as before."""
+        """Add the exported opinions (in memory)."""
         with self._lock:
             self._require_live("export")
-            layer = self._layer
-            backup = None
-            if not layer.empty:
-                backup = Sdf.Layer.CreateAnonymous()
-                backup.TransferContent(layer)
+            # Everything that can refuse an export (arguments, ordinals, reads, REQUIRED
+            # rules, FAIL policies) is found before the first edit, so a failing export
+            # leaves the content as it was; only OpenUSD failing in the middle of authoring
+            # could leave part of an export in memory (never saved by itself).
             if self._known is None:
-                self._known = Known(layer)
-            try:
-                return export_into_layer(self._stage, layer, options, self._known)
-            except BaseException:
-                if backup is not None:
-                    layer.TransferContent(backup)
-                else:
-                    layer.Clear()
-                self._known = Known(layer)
-                raise
+                self._known = KnownOpinions.of_layer(self._layer)
+            return export_into_layer(self._stage, self._layer, options, self._known)
 
     def save_now(self) -> bool:
         with self._lock:

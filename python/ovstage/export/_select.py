@@ -36,6 +36,7 @@ __all__ = [
     "RESERVED",
     "SCHEMAS",
     "Column",
+    "KnownOpinions",
     "StageState",
     "prim_accepts",
     "property_accepts",
@@ -188,27 +189,33 @@ def _column_type(group: Any) -> ColumnType:
 
 
 class _Reader:
-    """Reads of one export, with the path strings of each path list fetched once."""
+    """Reads of one export. Each path list's ids are fetched once (one native call); only the
+    paths a group selects are turned into strings, each id once."""
 
     def __init__(self, stage: Stage, resolver: Resolver) -> None:
         self.stage = stage
         self.resolver = resolver
-        self._lists: dict[int, list[str]] = {}
-        #: The prims of the first query read (the stage's own), once a group showed them.
-        self.query_prims: set[str] | None = None
+        self._lists: dict[int, list[int]] = {}
+        #: The path ids of the first query read (the stage's own prims), once a group showed
+        #: them.
+        self.query_prims: set[int] | None = None
 
     def _paths(self, group: Any) -> list[str]:
         handle = group.prim_list
-        paths = self._lists.get(handle)
-        if paths is None:
-            paths = self._lists[handle] = self.resolver.dictionary.get_path_strings(handle)
+        ids = self._lists.get(handle)
+        if ids is None:
+            ids = self._lists[handle] = self.resolver.dictionary.get_paths(handle)
             if self.query_prims is None:
-                self.query_prims = set(paths)
+                self.query_prims = set(ids)
         raw = group.raw.prims
         local = _indices(raw.index_map, raw.count)
-        if local is None:
-            return paths[raw.offset : raw.offset + raw.count]
-        return [paths[i] for i in local.tolist()]
+        selected = (
+            ids[raw.offset : raw.offset + raw.count]
+            if local is None
+            else [ids[i] for i in local.tolist()]
+        )
+        path = self.resolver.path
+        return [path(i) for i in selected]
 
     def read(self, query: Any, names: list[str], ordinal_range: OrdinalRange) -> dict[str, Column]:
         columns: dict[str, Column] = {}
@@ -260,17 +267,13 @@ class _Reader:
 
 
 def read_state(
-    stage: Stage,
-    options: ExportOptions,
-    known_prims: Iterable[str] = (),
-    known_names: Iterable[str] = (),
+    stage: Stage, options: ExportOptions, known: KnownOpinions | None = None
 ) -> StageState:
     """The state an export looks at (see the module documentation).
 
-    ``known_prims`` / ``known_names``: prims and property names a destination already has
-    opinions on; a change export also reads those names (an attribute deleted from every prim
-    is no longer among the stage's attributes) and checks the prims no longer on the stage for
-    deletions in the interval.
+    ``known``: what the destination already has opinions on; a change export also reads the
+    names only it has (an attribute deleted from every prim is no longer among the stage's
+    attributes) and checks its prims that are no longer on the stage for deletions.
     """
     check_ordinals(stage, options)
     dictionary = PathDictionary(stage)
@@ -285,23 +288,17 @@ def read_state(
             columns = reader.read(query, names, OrdinalRange.latest(ordinal))
             prims = sorted({p for c in columns.values() for p in c.paths})
             return StageState(ordinal, prims, columns, resolver)
-        reserved_names = [n for n in names if n in RESERVED]
-        reserved = reader.read(query, reserved_names, OrdinalRange.latest(ordinal))
         changed: dict[str, Column] = {}
         deleted: list[str] = []
         if options.since_ordinal < ordinal:
             between = OrdinalRange.between(options.since_ordinal + 1, ordinal)
             changed = reader.read(query, names, between)
-            deleted = _deletions(
-                stage,
-                reader,
-                changed,
-                set(known_prims),
-                set(known_names) - set(names),
-                names,
-                between,
-            )
+            if known is not None:
+                deleted = _deletions(stage, reader, changed, known, names, between)
         prims = sorted({p for c in changed.values() for p in c.paths})
+        # The reserved names (types, schemas) the predicates need, of the changed prims only.
+        reserved_names = [n for n in names if n in RESERVED]
+        reserved = _read_on(stage, reader, prims, reserved_names, OrdinalRange.latest(ordinal))
         return StageState(ordinal, prims, changed, resolver, reserved, deleted, True)
     finally:
         stage.release_query(query).wait()
@@ -311,8 +308,7 @@ def _deletions(
     stage: Stage,
     reader: _Reader,
     changed: dict[str, Column],
-    known: set[str],
-    vanished: set[str],
+    known: KnownOpinions,
     names: list[str],
     between: OrdinalRange,
 ) -> list[str]:
@@ -322,16 +318,20 @@ def _deletions(
 
     The stage's prims are the path list of the query the reads above ran over (every group
     points at it); only when no group came back are all known prims checked."""
-    if not known:
+    if not known.prims:
         return []
-    present = reader.query_prims
-    gone = sorted(known - present) if present is not None else sorted(known)
-    vanished -= _DERIVED_NAMES
+    by_id = known.ids(reader.resolver.dictionary)
+    present_ids = reader.query_prims
+    if present_ids is None:
+        gone = sorted(known.prims)
+    else:
+        gone = sorted(by_id[i] for i in by_id.keys() - present_ids)
+    vanished = known.names - set(names) - _DERIVED_NAMES
     found: dict[str, set[str]] = {}
     if gone:
         found = _tombstones(stage, reader, gone, sorted(set(names) | vanished | RESERVED), between)
-    kept = sorted(known & present) if present is not None and vanished else []
-    if kept:
+    if vanished:
+        kept = sorted(known.prims - set(gone))
         for name, paths in _tombstones(stage, reader, kept, sorted(vanished), between).items():
             found.setdefault(name, set()).update(paths)
     for name, paths in found.items():
@@ -339,6 +339,47 @@ def _deletions(
         column.deleted = sorted(set(column.deleted) | paths)
     gone_set = set(gone)
     return sorted({p for paths in found.values() for p in paths if p in gone_set})
+
+
+class KnownOpinions:
+    """The prims and property names a destination layer has opinions on (what a change
+    export checks for deletions), with the prims' path ids, interned once per prim.
+    A destination keeps one up to date as it writes instead of walking its layer."""
+
+    def __init__(self, prims: Iterable[str] = (), names: Iterable[str] = ()) -> None:
+        self.prims: set[str] = set(prims)
+        self.names: set[str] = set(names)
+        self._ids: dict[int, str] = {}
+        self._interned: set[str] = set()
+
+    @classmethod
+    def of_layer(cls, layer: Any) -> KnownOpinions:
+        """What an ``Sdf.Layer`` holds (walks every prim spec)."""
+        known = cls()
+        stack = list(layer.rootPrims)
+        while stack:
+            spec = stack.pop()
+            known.prims.add(str(spec.path))
+            known.names.update(spec.properties.keys())
+            stack.extend(spec.nameChildren)
+        return known
+
+    def forget(self, roots: Iterable[str]) -> None:
+        """Drop prims (and their descendants) removed from the layer."""
+        for root in roots:
+            gone = {p for p in self.prims if p == root or p.startswith(root + "/")}
+            self.prims -= gone
+            self._interned -= gone
+            self._ids = {i: p for i, p in self._ids.items() if p not in gone}
+
+    def ids(self, dictionary: PathDictionary) -> dict[int, str]:
+        """Path id -> path of every known prim (new prims interned in one native call)."""
+        new = sorted(self.prims - self._interned)
+        if new:
+            with dictionary.create_path_list_from_strings(new) as path_list:
+                self._ids.update(zip(dictionary.get_paths(path_list), new, strict=True))
+            self._interned.update(new)
+        return self._ids
 
 
 #: Names export writes itself (from omni:xform): never stage columns.
@@ -350,16 +391,23 @@ def _tombstones(
 ) -> dict[str, set[str]]:
     """name -> the prims of ``paths`` whose ``name`` was deleted in the interval (a read over
     the stage's own prims misses a name no prim has any more, and deleted prims)."""
-    if not paths:
+    columns = _read_on(stage, reader, paths, names, between)
+    return {name: set(c.deleted) for name, c in columns.items() if c.deleted}
+
+
+def _read_on(
+    stage: Stage, reader: _Reader, paths: list[str], names: list[str], ordinals: OrdinalRange
+) -> dict[str, Column]:
+    """A read of ``names`` over the prims ``paths`` only."""
+    if not paths or not names:
         return {}
     path_list = reader.resolver.dictionary.create_path_list_from_strings(paths)
     query = stage.query_from_path_list(path_list)
     try:
-        columns = reader.read(query, names, between)
+        return reader.read(query, names, ordinals)
     finally:
         stage.release_query(query).wait()
         path_list.release()
-    return {name: set(c.deleted) for name, c in columns.items() if c.deleted}
 
 
 # -- predicates --------------------------------------------------------------------------
