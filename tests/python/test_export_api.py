@@ -85,14 +85,18 @@ def test_an_ordinal_other_than_the_committed_one_is_refused(populated, tmp_path,
     assert not out.exists()
 
 
-def test_an_unsealed_write_is_not_the_committed_ordinal(populated, tmp_path) -> None:
-    dictionary = ovstage.PathDictionary(populated)
+def _unsealed_heat(stage: ovstage.Stage, ordinal: int) -> None:
+    """A write of /World's sim:heat at ``ordinal``, not sealed."""
+    dictionary = ovstage.PathDictionary(stage)
     with dictionary.create_path_list_from_strings(["/World"]) as path_list:
-        query = populated.query_from_path_list(path_list)
-        populated.write_attribute(
-            query, "sim:heat", 2, np.array([5.0], dtype=np.float32), is_array=False
-        ).wait()
-        populated.release_query(query).wait()
+        query = stage.query_from_path_list(path_list)
+        value = np.array([5.0], dtype=np.float32)
+        stage.write_attribute(query, "sim:heat", ordinal, value, is_array=False).wait()
+        stage.release_query(query).wait()
+
+
+def test_an_unsealed_write_is_not_the_committed_ordinal(populated, tmp_path) -> None:
+    _unsealed_heat(populated, 2)
     with pytest.raises(OvstageError, match="current committed"):
         pop.export_to_usd_file(populated, tmp_path / "o.usda", 2)
 
@@ -232,13 +236,7 @@ def test_a_destroyed_stage_is_refused(tmp_path: Path) -> None:
 
 
 def test_export_reads_the_sealed_state_while_a_newer_write_is_pending(populated, tmp_path) -> None:
-    dictionary = ovstage.PathDictionary(populated)
-    with dictionary.create_path_list_from_strings(["/World"]) as path_list:
-        query = populated.query_from_path_list(path_list)
-        populated.write_attribute(
-            query, "sim:heat", 2, np.array([5.0], dtype=np.float32), is_array=False
-        ).wait()
-        populated.release_query(query).wait()
+    _unsealed_heat(populated, 2)
     rules = [{"source_attribute_name": "sim:heat", "flags": pop.RuleFlags.INFER_CUSTOM_TYPE}]
     out = tmp_path / "sealed.usda"
     pop.export_to_usd_file(populated, out, 1, attribute_rules=rules)

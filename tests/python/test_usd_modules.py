@@ -139,7 +139,7 @@ def test_without_usd_nothing_is_available(without_usd) -> None:
 
 
 @pytest.mark.parametrize("suffix", ["", "_async"])
-@pytest.mark.parametrize(("name", "args"), POPULATION_CALLS)
+@pytest.mark.parametrize(("name", "args"), POPULATION_CALLS + EXPORT_CALLS)
 def test_without_usd_population_calls_say_what_to_install(without_usd, name, args, suffix) -> None:
     del args
     code, message, last = without_usd["calls"][name + suffix]
@@ -155,17 +155,6 @@ def test_without_usd_schema_registration_and_instancing_raise_not_supported(with
     assert "ovstage-go[usd]" in message
     code, _, _ = without_usd["calls"]["get_prototype_roots"]
     assert code == ErrorCode.NOT_SUPPORTED
-
-
-@pytest.mark.parametrize("suffix", ["", "_async"])
-@pytest.mark.parametrize(("name", "args"), EXPORT_CALLS)
-def test_without_usd_export_calls_say_what_to_install(without_usd, name, args, suffix) -> None:
-    del args
-    code, message, last = without_usd["calls"][name + suffix]
-    assert code == ErrorCode.NOT_SUPPORTED
-    assert "pip install 'ovstage-go[usd]'" in message
-    assert message.startswith(f"population.{name}{suffix}: ")
-    assert last == message
 
 
 def test_description_classes_construct_as_immutable_trees() -> None:

@@ -16,7 +16,7 @@ Without usd-core, :func:`export_available` is False and every call raises
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ErrorCode, OvstageError
@@ -361,102 +361,56 @@ def _typed_hierarchy_options(
     }
 
 
-def export_typed_hierarchy_to_usd_layer(
-    stage: Stage,
-    usd_layer: object,
-    root_path: object,
-    ordinal: object,
-    *,
-    prim_predicate: object = None,
-    property_predicate: object = None,
-    include_custom_namespaces: object = None,
-    transform_policy: object = TransformPolicy.USD_XFORM_OP,
-    unknown_metadata_policy: object = UnknownMetadataPolicy.DROP,
-) -> dict[str, int]:
-    """Export the typed prims under ``root_path`` as ``def`` prims with their recorded API
-    schemas and schema-declared attributes (plus the custom namespaces named) into a layer."""
-    _check(stage, "export_typed_hierarchy_to_usd_layer")
-    options = _typed_hierarchy_options(
-        root_path,
-        prim_predicate,
-        property_predicate,
-        include_custom_namespaces,
-        transform_policy,
-        unknown_metadata_policy,
-    )
-    return export_to_usd_layer(stage, usd_layer, ordinal, **options)
+def _typed_hierarchy_form(export: Callable[..., Any], name: str, doc: str) -> Callable[..., Any]:
+    """A typed-hierarchy export over ``export`` (a layer or file export), named ``name``."""
+
+    def typed(
+        stage: Stage,
+        target: object,
+        root_path: object,
+        ordinal: object,
+        *,
+        prim_predicate: object = None,
+        property_predicate: object = None,
+        include_custom_namespaces: object = None,
+        transform_policy: object = TransformPolicy.USD_XFORM_OP,
+        unknown_metadata_policy: object = UnknownMetadataPolicy.DROP,
+    ) -> Any:
+        _check(stage, name)
+        options = _typed_hierarchy_options(
+            root_path,
+            prim_predicate,
+            property_predicate,
+            include_custom_namespaces,
+            transform_policy,
+            unknown_metadata_policy,
+        )
+        return export(stage, target, ordinal, **options)
+
+    typed.__name__ = typed.__qualname__ = name
+    typed.__doc__ = doc
+    return typed
 
 
-def export_typed_hierarchy_to_usd_layer_async(
-    stage: Stage,
-    usd_layer: object,
-    root_path: object,
-    ordinal: object,
-    *,
-    prim_predicate: object = None,
-    property_predicate: object = None,
-    include_custom_namespaces: object = None,
-    transform_policy: object = TransformPolicy.USD_XFORM_OP,
-    unknown_metadata_policy: object = UnknownMetadataPolicy.DROP,
-) -> ExportOperation:
-    """Queue :func:`export_typed_hierarchy_to_usd_layer`."""
-    _check(stage, "export_typed_hierarchy_to_usd_layer_async")
-    options = _typed_hierarchy_options(
-        root_path,
-        prim_predicate,
-        property_predicate,
-        include_custom_namespaces,
-        transform_policy,
-        unknown_metadata_policy,
-    )
-    return export_to_usd_layer_async(stage, usd_layer, ordinal, **options)
-
-
-def export_typed_hierarchy_to_usd_file(
-    stage: Stage,
-    identifier: object,
-    root_path: object,
-    ordinal: object,
-    *,
-    prim_predicate: object = None,
-    property_predicate: object = None,
-    include_custom_namespaces: object = None,
-    transform_policy: object = TransformPolicy.USD_XFORM_OP,
-    unknown_metadata_policy: object = UnknownMetadataPolicy.DROP,
-) -> dict[str, int]:
-    """:func:`export_typed_hierarchy_to_usd_layer` into a new file (saved atomically)."""
-    _check(stage, "export_typed_hierarchy_to_usd_file")
-    options = _typed_hierarchy_options(
-        root_path,
-        prim_predicate,
-        property_predicate,
-        include_custom_namespaces,
-        transform_policy,
-        unknown_metadata_policy,
-    )
-    return export_to_usd_file(stage, identifier, ordinal, **options)
-
-
-def export_typed_hierarchy_to_usd_file_async(
-    stage: Stage,
-    identifier: object,
-    root_path: object,
-    ordinal: object,
-    *,
-    prim_predicate: object = None,
-    property_predicate: object = None,
-    include_custom_namespaces: object = None,
-    transform_policy: object = TransformPolicy.USD_XFORM_OP,
-    unknown_metadata_policy: object = UnknownMetadataPolicy.DROP,
-) -> ExportOperation:
-    """Queue :func:`export_typed_hierarchy_to_usd_file`."""
-    _check(stage, "export_typed_hierarchy_to_usd_file_async")
-    options = _typed_hierarchy_options(
-        root_path,
-        prim_predicate,
-        property_predicate,
-        include_custom_namespaces,
-        transform_policy,
-        unknown_metadata_policy,
-    )
-    return export_to_usd_file_async(stage, identifier, ordinal, **options)
+export_typed_hierarchy_to_usd_layer = _typed_hierarchy_form(
+    export_to_usd_layer,
+    "export_typed_hierarchy_to_usd_layer",
+    """Export the prims under ``root_path`` into a layer as typed ``def`` prims with their
+    recorded API schemas and schema-declared attributes (plus the custom namespaces named,
+    their types inferred); the report dict.""",
+)
+export_typed_hierarchy_to_usd_layer_async = _typed_hierarchy_form(
+    export_to_usd_layer_async,
+    "export_typed_hierarchy_to_usd_layer_async",
+    "Queue :func:`export_typed_hierarchy_to_usd_layer`.",
+)
+export_typed_hierarchy_to_usd_file = _typed_hierarchy_form(
+    export_to_usd_file,
+    "export_typed_hierarchy_to_usd_file",
+    ":func:`export_typed_hierarchy_to_usd_layer` into a new file (saved atomically).",
+)
+export_typed_hierarchy_to_usd_file_async = _typed_hierarchy_form(
+    export_to_usd_file_async,
+    "export_typed_hierarchy_to_usd_file_async",
+    "Queue :func:`export_typed_hierarchy_to_usd_file`.",
+)

@@ -70,7 +70,7 @@ def export_into_layer(
     )
     _author.author(layer, chosen)
     if known is not None:
-        known.prims.update(chosen.prims)
+        known.add(chosen.prims, state.resolver.path_ids())
         known.names.update(batch.name for batch in chosen.attributes)
         known.names.update(name for _, name, _ in chosen.relationships)
         known.names.update(name for _, name, _, _ in chosen.connections)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.ctypeslib
 
 from .._errors import ErrorCode, OvstageError
 from .._pathdict import PathDictionary
@@ -96,6 +97,10 @@ class Resolver:
         unique, inverse = np.unique(flat, return_inverse=True)
         texts = np.array([self.token(int(u)) for u in unique], dtype=object)
         return list(texts[inverse.reshape(-1)])
+
+    def path_ids(self) -> dict[str, int]:
+        """Path -> id of every path resolved so far."""
+        return {path: path_id for path_id, path in self._paths.items()}
 
     def path(self, path_id: int) -> str:
         text = self._paths.get(path_id)
@@ -372,6 +377,15 @@ class KnownOpinions:
             self._interned -= gone
             self._ids = {i: p for i, p in self._ids.items() if p not in gone}
 
+    def add(self, prims: Iterable[str], ids: dict[str, int]) -> None:
+        """Record ``prims`` as written, with the path ids already known for them."""
+        for path in prims:
+            self.prims.add(path)
+            path_id = ids.get(path)
+            if path_id is not None and path not in self._interned:
+                self._ids[path_id] = path
+                self._interned.add(path)
+
     def ids(self, dictionary: PathDictionary) -> dict[int, str]:
         """Path id -> path of every known prim (new prims interned in one native call)."""
         new = sorted(self.prims - self._interned)
@@ -412,36 +426,20 @@ def _read_on(
 
 # -- predicates --------------------------------------------------------------------------
 
-_PRIM_SUPPORTED = frozenset(
-    {
-        PrimPredicateKind.NONE,
-        PrimPredicateKind.ALL,
-        PrimPredicateKind.AND,
-        PrimPredicateKind.OR,
-        PrimPredicateKind.NOT,
-        PrimPredicateKind.HAS_TYPE,
-        PrimPredicateKind.IS_A_TYPE,
-        PrimPredicateKind.HAS_SCHEMA,
-        PrimPredicateKind.HAS_APPLIED_SCHEMA,
-        PrimPredicateKind.HAS_APPLIED_SCHEMA_IN_NAMESPACE,
-        PrimPredicateKind.HAS_PATH,
-        PrimPredicateKind.IS_UNDER_PATH,
-    }
-)
-_PROPERTY_SUPPORTED = frozenset(
-    {
-        PropertyPredicateKind.NONE,
-        PropertyPredicateKind.ALL,
-        PropertyPredicateKind.AND,
-        PropertyPredicateKind.OR,
-        PropertyPredicateKind.NOT,
-        PropertyPredicateKind.DECLARED_BY_SCHEMA,
-        PropertyPredicateKind.HAS_NAME,
-        PropertyPredicateKind.IN_NAMESPACE,
-        PropertyPredicateKind.IS_ATTRIBUTE,
-        PropertyPredicateKind.IS_RELATIONSHIP,
-    }
-)
+#: The predicate kinds export evaluates: those it can answer from the stored state.
+_PRIM_SUPPORTED = frozenset(PrimPredicateKind) - {
+    PrimPredicateKind.HAS_PARENT,
+    PrimPredicateKind.HAS_ANCESTOR,
+    PrimPredicateKind.HAS_PROPERTY,
+    PrimPredicateKind.HAS_KIND,
+    PrimPredicateKind.HAS_PURPOSE,
+    PrimPredicateKind.HAS_METADATA,
+}
+_PROPERTY_SUPPORTED = frozenset(PropertyPredicateKind) - {
+    PropertyPredicateKind.HAS_METADATA,
+    PropertyPredicateKind.IS_CUSTOM,
+    PropertyPredicateKind.IS_AUTHORED,
+}
 
 
 def check_predicates(prim: Any, prop: Any) -> None:
