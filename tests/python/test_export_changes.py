@@ -237,3 +237,23 @@ def test_an_unclosed_destination_warns_when_collected(stage, tmp_path: Path) -> 
         gc.collect()
     # The identifier is free again.
     pop.create_export_destination(stage, tmp_path / "leak.usda").close()
+
+
+def test_async_layer_stage_and_typed_hierarchy_exports(stage, tmp_path: Path) -> None:
+    from pxr import Usd
+
+    _populated(stage)
+    layer = Sdf.Layer.CreateAnonymous("async.usda")
+    report = pop.export_to_usd_layer_async(stage, layer, 1, attribute_rules=HEAT).wait()
+    assert report["attributes_exported"] == 3
+    path = tmp_path / "stage.usda"
+    Sdf.Layer.CreateNew(str(path)).Save()
+    usd_stage = Usd.Stage.Open(str(path))
+    pop.export_to_usd_stage_async(stage, usd_stage, 1, attribute_rules=HEAT).wait()
+    assert usd_stage.GetAttributeAtPath("/World/A.sim:heat").Get() == 1.0
+    typed = tmp_path / "typed.usda"
+    op = pop.export_typed_hierarchy_to_usd_file_async(stage, typed, "/World", 1)
+    assert op.wait()["prims_exported"] == 4
+    assert Sdf.Layer.OpenAsAnonymous(str(typed)).GetPrimAtPath("/World/B").typeName == "Xform"
+    with pytest.raises(RuntimeError, match="consumed"):
+        op.wait()

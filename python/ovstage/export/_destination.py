@@ -64,7 +64,7 @@ def export_into_layer(
         state,
         options,
         report,
-        _author.existing_type_of(layer),
+        None if layer.empty else _author.existing_type_of(layer),
         _author.prim_fields(),
         _author.layer_fields(),
     )

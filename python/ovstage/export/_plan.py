@@ -119,7 +119,7 @@ class _Planner:
         state: StageState,
         options: ExportOptions,
         report: dict[str, int],
-        existing_type: Callable[[str, str], str | None],
+        existing_type: Callable[[str, str], str | None] | None,
     ) -> None:
         self.state = state
         self.options = options
@@ -131,7 +131,8 @@ class _Planner:
         self.candidate_set = set(self.candidates)
         report["prims_examined"] = len(state.prims)
         report["prims_skipped"] = len(state.prims) - len(self.candidates)
-        self._decisions: dict[tuple[str, str, tuple[str, ...], str], Any] = {}
+        self._decisions: dict[tuple[str, str, tuple[str, ...]], Any] = {}
+        self._consulted_destination = False
         self._path_free = not any(r.path for r in options.attribute_rules)
 
     # -- attributes ---------------------------------------------------------------------
@@ -149,14 +150,25 @@ class _Planner:
     ) -> tuple[str, str, bool, bool, Any] | None:
         """``(destination name, USD type, custom, uniform, fallback or None)`` of one
         attribute of one prim, or None when it is not written. Raises for a REQUIRED rule
-        that cannot be met."""
+        that cannot be met.
+
+        Most prims of a stage share a few (type, schemas) pairs: a decision that depends on
+        nothing else (no rule path, no existing destination type) is reused, and its report
+        counts are added again for each prim."""
         type_name, schemas, _ = self.state.info(path)
-        key = (name, type_name, schemas, "" if self._path_free else path)
-        if key in self._decisions:
-            return self._decisions[key]
+        key = (name, type_name, schemas)
+        cached = self._decisions.get(key) if self._path_free else None
+        if cached is not None:
+            decision, counts = cached
+            for counter, n in counts.items():
+                self.report[counter] += n
+            return decision
+        before = dict(self.report)
+        self._consulted_destination = False
         decision = self._decide_uncached(name, path, column, type_name, schemas)
-        if self._path_free:
-            self._decisions[key] = decision
+        if self._path_free and not self._consulted_destination:
+            counts = {k: v - before[k] for k, v in self.report.items() if v != before[k]}
+            self._decisions[key] = (decision, counts)
         return decision
 
     def _decide_uncached(
@@ -188,7 +200,8 @@ class _Planner:
             ):
                 usd_type = ""
                 fallback = None
-        if not usd_type:
+        if not usd_type and self.existing_type is not None:
+            self._consulted_destination = True
             usd_type = self.existing_type(path, dest) or ""
         custom = dest not in declared.types
         if not usd_type and flags & (RuleFlags.INFER_CUSTOM_TYPE | RuleFlags.DERIVED_ALLOWED):
@@ -449,7 +462,7 @@ class _Planner:
         declared = _schemas.declared(type_name, schemas).types.get(dest)
         if declared:
             return declared
-        existing = self.existing_type(path, dest)
+        existing = self.existing_type(path, dest) if self.existing_type is not None else None
         if existing:
             return existing
         column = self.state.columns.get(dest)
@@ -555,13 +568,14 @@ def plan(
     state: StageState,
     options: ExportOptions,
     report: dict[str, int],
-    existing_type: Callable[[str, str], str | None],
+    existing_type: Callable[[str, str], str | None] | None,
     prim_fields: frozenset[str],
     layer_fields: frozenset[str],
 ) -> Plan:
     """The opinions one export writes (see the module documentation).
 
-    ``existing_type(path, name)``: the type name of the destination's attribute, if it has one.
+    ``existing_type(path, name)``: the type name of the destination's attribute, if it has one
+    (None: the destination is empty).
     ``prim_fields`` / ``layer_fields``: the metadata fields USD knows on prims and layers.
     """
     planner = _Planner(state, options, report, existing_type)

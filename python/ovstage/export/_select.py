@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.ctypeslib
+import numpy.ctypeslib  # numpy loads it lazily: at the first read otherwise
 
 from .._errors import ErrorCode, OvstageError
 from .._pathdict import PathDictionary
