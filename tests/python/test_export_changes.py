@@ -210,6 +210,7 @@ def test_async_destination_ops_run_in_order(stage, tmp_path: Path) -> None:
     assert created.wait() is destination
     report = exported.wait()
     assert report["attributes_exported"] == 3
+    assert report["attributes_examined"] == 3  # one per (prim, attribute)
     assert saved.wait() is True
     assert closed.wait() is True
     assert destination.closed

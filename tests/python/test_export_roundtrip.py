@@ -405,3 +405,60 @@ def test_layer_and_stage_exports_edit_in_place(stage, tmp_path: Path) -> None:
 
     pop.export_to_usd_layer(stage, Named(), 1, attribute_rules=["points"])
     assert other.GetAttributeAtPath("/World/Box.points")
+
+
+def _columns(stage: ovstage.Stage, names: list[str]) -> dict[str, dict[str, Any]]:
+    """``{attribute: {prim: (value, stored dtype, semantic)}}`` at the stage's floor; token
+    ids as their strings, assets as their authored paths (ids are the stage's own)."""
+    from readback import read_groups
+
+    dictionary = ovstage.PathDictionary(stage)
+    query = stage.query()
+    with stage.get_attribute_write_floor(None) as floor:
+        ordinal = floor.fetch()
+    groups = read_groups(stage, query, names, OrdinalRange.latest(ordinal))
+    stage.release_query(query).wait()
+    out: dict[str, dict[str, Any]] = {}
+    for group in groups:
+        for path, value in group.values.items():
+            if not isinstance(value, list):
+                value = [value]
+            if group.semantic == ovstage.AttributeSemantic.ASSET_PATH_ID:
+                value = [dictionary.token_to_string(v) if v else "" for v in value[::2]]
+            elif group.semantic == ovstage.AttributeSemantic.TOKEN_ID or group.attribute == (
+                "usd-prim-type"
+            ):
+                value = [dictionary.token_to_string(v) if v else "" for v in value]
+            out.setdefault(group.attribute, {})[path] = (value, group.dtypes[path], group.semantic)
+    return out
+
+
+def test_re_populating_the_export_gives_back_every_column(stage, tmp_path: Path) -> None:
+    """populate -> export (DEF) -> populate the file again: every custom column, the prim
+    types and the hierarchy come back with the same values, dtypes and semantics."""
+    _populated(stage)
+    out = tmp_path / "again.usda"
+    pop.export_to_usd_file(
+        stage,
+        out,
+        1,
+        attribute_rules=_custom_rules(),
+        layer_mode=pop.OVSTAGE_POPULATION_EXPORT_LAYER_MODE_DEF,
+    )
+    names = [_attr_name(t) for t, _ in TYPED_VALUES] + ["usd-prim-type", "omni:xform"]
+    before = _columns(stage, names)
+    with ovstage.Stage("again") as again:
+        pop.open_usd(again, str(out), 1)
+        again.advance_write_floor(1).wait()
+        after = _columns(again, names)
+    for name in names:
+        assert after.get(name) == before.get(name), name
+    assert len(before) == len(names)  # every column was there to compare
+    exported = Usd.Stage.Open(str(out))
+    assert [str(p.GetPath()) for p in exported.Traverse()] == [
+        "/World",
+        "/World/Box",
+        "/World/Mat",
+        "/World/Mat/Shader",
+    ]
+    assert exported.GetPrimAtPath("/World/Mat/Shader").GetTypeName() == "Shader"
