@@ -24,6 +24,7 @@ import numpy.ctypeslib  # numpy loads it lazily: at the first read otherwise
 
 from .._errors import ErrorCode, OvstageError
 from .._pathdict import PathDictionary
+from .._placement import Placement
 from .._stage import OrdinalRange
 from ..population._descs import PrimPredicateKind, PropertyPredicateKind
 from ..population._mapping import ColumnType
@@ -193,6 +194,9 @@ def _column_type(group: Any) -> ColumnType:
     return ColumnType(int(dtype.code), int(dtype.bits), width, bool(group.is_array), group.semantic)
 
 
+_HOST = Placement(device_type=1)  # kDLCPU
+
+
 class _Reader:
     """Reads of one export. Each path list's ids are fetched once (one native call); only the
     paths a group selects are turned into strings, each id once."""
@@ -226,7 +230,9 @@ class _Reader:
         columns: dict[str, Column] = {}
         if not names:
             return columns
-        with self.stage.read_attributes(query, names, ordinal_range) as read:
+        # Groups on the host: a GPU column is copied there for the read (USD authoring needs
+        # host memory); a host column is served as is.
+        with self.stage.read_attributes(query, names, ordinal_range, placement=_HOST) as read:
             try:
                 read.wait()
             except OvstageError as exc:
