@@ -241,3 +241,13 @@ def test_export_reads_the_sealed_state_while_a_newer_write_is_pending(populated,
     out = tmp_path / "sealed.usda"
     pop.export_to_usd_file(populated, out, 1, attribute_rules=rules)
     assert Sdf.Layer.OpenAsAnonymous(str(out)).GetAttributeAtPath("/World.sim:heat").default == 1.0
+
+
+def test_a_destination_not_made_by_create_refuses_work(populated) -> None:
+    destination = pop.ExportDestination(populated, None, 99, "raw.usda")
+    with pytest.raises(RuntimeError, match="not opened"):
+        destination.export(1)
+    with pytest.raises(RuntimeError, match="not opened"):
+        destination.save()
+    destination.close()
+    assert destination.closed

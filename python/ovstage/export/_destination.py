@@ -277,6 +277,11 @@ class ExportDestination:
             raise RuntimeError(
                 f"ExportDestination.{what}: the destination {self._identifier!r} is closed"
             )
+        if self._layer is None:
+            raise RuntimeError(
+                f"ExportDestination.{what}: the destination {self._identifier!r} was not "
+                "opened (make destinations with ExportDestination.create)"
+            )
 
     def _require_open(self, what: str) -> None:
         if self._closed or self._closing:
