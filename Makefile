@@ -135,7 +135,7 @@ lint:
 	bad=$$(gofmt -l $$files); \
 	if [ -n "$$bad" ]; then echo "gofmt needed on:"; echo "$$bad"; exit 1; fi
 	$(GO) vet ./...
-	$(PYTHON) -m ruff check python tests examples
+	$(PYTHON) -m ruff check python tests examples tools
 
 # What a GPU machine (Python 3.12 + torch + cupy, no Go, no network) needs to run every GPU check:
 # Go test binaries with -tags gpu, a cp312 build of the extension, the checks. See tests/gpu/.

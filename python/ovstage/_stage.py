@@ -952,7 +952,10 @@ class Stage(_HierarchyMixin):
     # -- floors ---------------------------------------------------------------------------
 
     def advance_write_floor(
-        self, ordinal: int, scope: Scope | int = Scope.ALL, attributes: Sequence[int] | None = None
+        self,
+        ordinal: int,
+        scope: Scope | int = Scope.ALL,
+        attributes: Sequence[int | str] | None = None,
     ) -> Operation:
         """Enqueue sealing of every ordinal <= ``ordinal`` (floors never move down)."""
         ordinal = as_uint64(ordinal, "ordinal")
