@@ -413,7 +413,8 @@ def _described_nbytes(tensor: DLTensor) -> int:
         return 0
     strides = tensor.strides_tuple or _compact_strides(dims)
     highest = sum(max(0, (d - 1) * st) for d, st in zip(dims, strides, strict=True))
-    return -(-(highest + 1) * tensor.dtype.bits * tensor.dtype.lanes // 8)
+    size: int = -(-(highest + 1) * tensor.dtype.bits * tensor.dtype.lanes // 8)
+    return size
 
 
 def _compact_strides(shape: Sequence[int]) -> tuple[int, ...]:
