@@ -10,7 +10,7 @@ Metadata lives in pyproject.toml. The recipe:
 
 A wheel (`make wheel`, tools/build_wheel.sh) also carries the C library: with
 OVSTAGE_C_FILES=<dir> (a prefix holding lib/libovstage.so, include/, lib/pkgconfig/ and
-lib/cmake/, staged by `make wheel-c-files`), build_py copies that tree into the package as
+lib/cmake/, staged by `make wheel`), build_py copies that tree into the package as
 ovstage/lib and ovstage/include, where ovstage.get_library_dir() / get_include() find it.
 """
 
@@ -62,8 +62,19 @@ def _run(cmd, env, what):
 
 # gopy's docstring signature of a facade function: "Name(long a, bool b) long, str" (the
 # trailing str is the Go error, raised as RuntimeError, so Python receives only the first).
-_GOPY_SIGNATURE = re.compile(r'^def (\w+)\(([^)]*)\):\n\t"""\w+\(([^)]*)\) (\w+), str$', re.MULTILINE)
+_GOPY_SIGNATURE = re.compile(
+    r'^def (\w+)\(([^)]*)\):\n\t"""\w+\(([^)]*)\) (\w+), str$', re.MULTILINE
+)
 _GOPY_TYPES = {"long": "int", "int": "int", "bool": "bool", "str": "str", "float": "float"}
+
+
+def _py_type(function, go_type):
+    if go_type not in _GOPY_TYPES:
+        raise RuntimeError(
+            f"ovstage build: facade function {function} uses {go_type!r}, which the stub "
+            f"writer does not map (it maps {sorted(_GOPY_TYPES)}): extend _GOPY_TYPES"
+        )
+    return _GOPY_TYPES[go_type]
 
 
 def _facade_stub(source):
@@ -83,15 +94,15 @@ def _facade_stub(source):
             f"ovstage build: {count - len(found)} of {count} facade functions in pybind.py have "
             "no gopy signature of the form 'Name(type arg, ...) type, str'"
         )
-    for name, params, typed_params, result in found:
+    for name, params, typed_params, result in sorted(found):  # gopy's order varies
         args = []
         names = [p.strip() for p in params.split(",") if p.strip()]
         types = [p.split()[0] for p in typed_params.split(",") if p.strip()]
         if len(names) != len(types):
             raise RuntimeError(f"ovstage build: {name}: parameters {names} vs signature {types}")
-        for arg, go_type in zip(names, types):
-            args.append(f"{arg}: {_GOPY_TYPES[go_type]}")
-        lines.append(f"def {name}({', '.join(args)}) -> {_GOPY_TYPES[result]}: ...")
+        for arg, go_type in zip(names, types, strict=True):
+            args.append(f"{arg}: {_py_type(name, go_type)}")
+        lines.append(f"def {name}({', '.join(args)}) -> {_py_type(name, result)}: ...")
     return "\n".join(lines) + "\n"
 
 
