@@ -444,3 +444,27 @@ def test_torch_handoff_example_prints_what_its_readme_shows() -> None:
     readme = (EXAMPLE / "README.md").read_text(encoding="utf-8")
     documented = readme.split("It prints:\n", 1)[1].split("```\n", 2)[1]
     assert result.stdout == documented
+
+
+# ---------------------------------------------------------------- the GPU bundle's torch checks
+
+
+def test_the_gpu_bundles_torch_checks_run_on_the_cpu_and_skip_cuda_cleanly() -> None:
+    """tests/gpu/run_gpu_checks.py's torch handoff checks, dry-run with CPU tensors
+    (``--torch-on-cpu``); their CUDA run is skipped here, naming the reason."""
+    if ovstage.cuda_available():
+        pytest.skip("a GPU is usable: run tests/gpu/run_gpu_checks.py itself")
+    script = REPO / "tests" / "gpu" / "run_gpu_checks.py"
+    if not script.exists():  # inside the GPU bundle the script sits at its root
+        script = REPO / "run_gpu_checks.py"
+    args = ["--no-gpu-ok", "--skip-go", "--skip-pytest", "--skip-bench", "--torch-on-cpu"]
+    proc = subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    on_cpu = [ln for ln in lines if ln.split(":")[0].endswith("torch cpu")]
+    on_cuda = [ln for ln in lines if ln.split(":")[0].endswith("torch cuda")]
+    assert len(on_cpu) == len(on_cuda) >= 6, proc.stdout
+    assert all(ln.startswith("PASS  ") for ln in on_cpu), proc.stdout
+    assert all(ln.startswith("SKIP  ") and "needs torch" in ln for ln in on_cuda), proc.stdout
