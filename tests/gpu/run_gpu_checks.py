@@ -15,8 +15,8 @@ ovstage installed). It prints one line per check, then a summary line, and exits
 when any check failed. ``--no-gpu-ok`` turns "no GPU" into skips (CPU dry run of the
 plumbing, used by the CPU test suite); ``--torch-on-cpu`` also runs the torch handoff checks
 (zero-copy views, lifetime, read-only exports, capsules, write sources, a training loop's
-memory) with CPU tensors, beside their CUDA run. ``--skip-go``, ``--skip-pytest`` and ``--skip-bench``
-leave parts out.
+memory) with CPU tensors, beside their CUDA run. ``--skip-go``, ``--skip-pytest`` and
+``--skip-bench`` leave parts out.
 """
 
 from __future__ import annotations

@@ -426,26 +426,6 @@ def test_a_training_loop_over_many_ordinals_keeps_memory_flat() -> None:
     )
 
 
-# ---------------------------------------------------------------- the example
-
-EXAMPLE = REPO / "examples" / "python" / "torch-handoff"
-
-
-def test_torch_handoff_example_prints_what_its_readme_shows() -> None:
-    result = subprocess.run(
-        [sys.executable, "-W", "error::ResourceWarning", str(EXAMPLE / "main.py")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=REPO,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stderr == ""
-    readme = (EXAMPLE / "README.md").read_text(encoding="utf-8")
-    documented = readme.split("It prints:\n", 1)[1].split("```\n", 2)[1]
-    assert result.stdout == documented
-
-
 # ---------------------------------------------------------------- the GPU bundle's torch checks
 
 
