@@ -7,7 +7,7 @@ PIP := $(PYTHON) -m pip
 export PIP_ROOT_USER_ACTION := ignore
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test bench lint build install clean gpu-bundle libovstage capi-asan install-c
+.PHONY: demo test bench lint build install clean gpu-bundle libovstage capi-asan install-c wheel
 
 # Editable install with the test tools; (re)builds the Go extension with gopy.
 install:
@@ -61,18 +61,32 @@ build/lib/cmake/ovstage/ovstageConfig.cmake: capi/package/ovstageConfig.cmake
 	@mkdir -p $(dir $@)
 	cp $< $@
 
-# Installs the library, its headers, ovstage.pc (prefix: PREFIX) and the CMake package under
-# $(DESTDIR)$(PREFIX): lib/, include/, lib/pkgconfig/, lib/cmake/ovstage/.
+# $(call install_c_files,DIR,PC_PREFIX): the library, its headers, ovstage.pc (prefix:
+# PC_PREFIX) and the CMake package under DIR: lib/, include/, lib/pkgconfig/, lib/cmake/ovstage/.
+define install_c_files
+	install -d $(1)/lib/pkgconfig $(1)/lib/cmake/ovstage $(1)/include
+	install -m 0755 build/lib/libovstage.so $(1)/lib/libovstage.so
+	cp -R build/include/. $(1)/include/
+	$(call fill_template,capi/package/ovstage.pc.in,$(1)/lib/pkgconfig/ovstage.pc,$(2))
+	install -m 0644 build/lib/cmake/ovstage/ovstageConfig.cmake \
+		build/lib/cmake/ovstage/ovstageConfigVersion.cmake $(1)/lib/cmake/ovstage/
+endef
+
+# Installs the C files under $(DESTDIR)$(PREFIX), ovstage.pc's prefix being PREFIX.
 PREFIX ?= /usr/local
 install-c: libovstage
 	@case '$(PREFIX)' in /*) ;; *) echo "install-c: PREFIX must be an absolute path"; exit 1;; esac
-	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/lib/cmake/ovstage \
-		$(DESTDIR)$(PREFIX)/include
-	install -m 0755 build/lib/libovstage.so $(DESTDIR)$(PREFIX)/lib/libovstage.so
-	cp -R build/include/. $(DESTDIR)$(PREFIX)/include/
-	$(call fill_template,capi/package/ovstage.pc.in,$(DESTDIR)$(PREFIX)/lib/pkgconfig/ovstage.pc,$(PREFIX))
-	install -m 0644 build/lib/cmake/ovstage/ovstageConfig.cmake \
-		build/lib/cmake/ovstage/ovstageConfigVersion.cmake $(DESTDIR)$(PREFIX)/lib/cmake/ovstage/
+	$(call install_c_files,$(DESTDIR)$(PREFIX),$(PREFIX))
+
+# The platform wheel (tools/build_wheel.sh): the Python package, the extension and the C files
+# inside the package (ovstage/lib, ovstage/include), repaired to a manylinux tag, in dist/.
+# Inside the wheel ovstage.pc finds its prefix from its own place (${pcfiledir}), as the CMake
+# package does, so an installed wheel's files work wherever pip put them.
+WHEEL_C_FILES := build/wheel-c
+wheel: libovstage
+	rm -rf $(WHEEL_C_FILES)
+	$(call install_c_files,$(WHEEL_C_FILES),$${pcfiledir}/../..)
+	PYTHON=$(PYTHON) bash tools/build_wheel.sh --c-files $(WHEEL_C_FILES) dist
 
 build/lib/libovstage.so: $(LIB_SOURCES)
 	@mkdir -p build/lib build/include
@@ -125,7 +139,7 @@ lint:
 	bad=$$(gofmt -l $$files); \
 	if [ -n "$$bad" ]; then echo "gofmt needed on:"; echo "$$bad"; exit 1; fi
 	$(GO) vet ./...
-	$(PYTHON) -m ruff check python tests examples
+	$(PYTHON) -m ruff check python tests examples tools
 
 # What a GPU machine (Python 3.12 + torch + cupy, no Go, no network) needs to run every GPU check:
 # Go test binaries with -tags gpu, a cp312 build of the extension, the checks. See tests/gpu/.

@@ -62,17 +62,9 @@ else
 	TARGET_NOTE="$("$PY" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")') (NO Python 3.12 found: set PY312=/path/to/python3.12)"
 	echo "warning: no Python 3.12 found (PY312, python3.12, pyenv, uv); building for $PY instead" >&2
 fi
-VENV=build/gpu-bundle-venv-$("$PY" -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
-if [ ! -x "$VENV/bin/python" ]; then
-	"$PY" -m venv "$VENV"
-fi
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check setuptools wheel pybindgen==0.22.1
-# setuptools copies the package into build/lib.*; a module since moved or removed would
-# linger there and ride along in the wheel
-rm -rf build/gpu-bundle-wheel build/lib.* build/bdist.*
-"$VENV/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation \
-	-w build/gpu-bundle-wheel .
-"$VENV/bin/python" - "$BUNDLE/site" build/gpu-bundle-wheel/*.whl <<'PYEOF'
+rm -rf build/gpu-bundle-wheel
+WHEEL=$(PYTHON="$PY" bash tools/build_wheel.sh --no-repair build/gpu-bundle-wheel | tail -n 1)
+"$PY" - "$BUNDLE/site" "$WHEEL" <<'PYEOF'
 import sys, zipfile
 dest, wheel = sys.argv[1], sys.argv[2]
 with zipfile.ZipFile(wheel) as z:

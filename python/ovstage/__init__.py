@@ -13,6 +13,11 @@ import importlib.metadata
 from . import gates as gates
 from . import instancing, population
 from ._buildinfo import BuildInfo, get_build_info, library_version
+
+# Where a wheel install keeps the C library (ovstage-go extensions, not in __all__).
+from ._c_files import get_include as get_include
+from ._c_files import get_library_dir as get_library_dir
+from ._c_files import get_prefix as get_prefix
 from ._clone import CloneOperation, CloneResult
 from ._config import StageConfig
 

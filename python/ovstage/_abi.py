@@ -77,6 +77,8 @@ class OvxString(ctypes.Structure):
         if not self.length:
             return ""
         addr = ctypes.c_void_p.from_buffer(self).value  # ``ptr``, as an address
+        if addr is None:  # never read a length from NULL
+            raise RuntimeError(f"ovstage string of length {self.length} at NULL")
         return ctypes.string_at(addr, self.length).decode("utf-8")
 
 

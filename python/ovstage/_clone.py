@@ -65,7 +65,7 @@ class CloneOperation(Operation):
         except OvstageError as exc:
             self._failure = exc  # the clone's own code, with its message
 
-    def wait(self, timeout: int = TIMEOUT_INFINITE) -> CloneOperation:  # type: ignore[override]
+    def wait(self, timeout: int = TIMEOUT_INFINITE) -> CloneOperation:
         """Wait like :meth:`Operation.wait` (raises when rejected, failed or timed out) and
         return self."""
         super().wait(timeout)

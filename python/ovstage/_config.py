@@ -149,7 +149,7 @@ class StageConfig:
             item.key_type, item.key = key_type, key
             item.value.uint_value = value
         raw = ConfigRaw(ctypes.cast(array, ctypes.POINTER(ConfigEntryRaw)), len(entries))
-        raw._keep = array  # type: ignore[attr-defined]
+        raw._keep = array
         return raw
 
 

@@ -421,7 +421,8 @@ def _described_nbytes(tensor: DLTensor) -> int:
         return 0
     strides = tensor.strides_tuple or _compact_strides(dims)
     highest = sum(max(0, (d - 1) * st) for d, st in zip(dims, strides, strict=True))
-    return -(-(highest + 1) * tensor.dtype.bits * tensor.dtype.lanes // 8)
+    size: int = -(-(highest + 1) * tensor.dtype.bits * tensor.dtype.lanes // 8)
+    return size
 
 
 def _compact_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -490,6 +491,13 @@ _NUMPY_KIND_CODES = {
 }
 
 
+# The refusal of an element type no write takes, for numpy arrays and DLPack producers alike.
+_UNSUPPORTED_DTYPE = (
+    "unsupported dtype {} (need float16/32/64, [u]int8..64, bool, or bfloat16 from a DLPack "
+    "producer)"
+)
+
+
 def numpy_to_dldatatype(np_dtype: Any, lanes: int = 1) -> DLDataType:
     """Convert a numpy dtype (any spelling) to a ``DLDataType`` with ``lanes`` lanes.
 
@@ -512,7 +520,7 @@ def numpy_to_dldatatype(np_dtype: Any, lanes: int = 1) -> DLDataType:
     code = _NUMPY_KIND_CODES.get(dt.kind)
     sizes = (2, 4, 8) if dt.kind == "f" else (1, 2, 4, 8)
     if code is None or dt.itemsize not in sizes or dt.fields is not None:
-        raise ValueError(f"unsupported dtype {dt} (need float16/32/64, [u]int8..64 or bool)")
+        raise ValueError(_UNSUPPORTED_DTYPE.format(dt))
     return DLDataType(code, dt.itemsize * 8, lanes)
 
 
@@ -570,8 +578,11 @@ def make_dltensor(
     """
     if isinstance(array, (np.ndarray, np.generic, list, tuple)):
         return _numpy_tensor(array, dtype, shape, ndim, strides, device_type, device_id)
-    if isinstance(array, DLTensor) or hasattr(array, "__dlpack__"):
-        source = array if isinstance(array, DLTensor) else DLTensor.from_dlpack(array)
+    if isinstance(array, DLTensor):
+        return _folded_tensor(array, dtype, shape, ndim, strides, device_type, device_id)
+    if hasattr(array, "__dlpack__"):
+        # With a dtype override the caller describes the elements (a lanes fold checks it).
+        source = _producer_tensor(array, check_dtype=dtype is None)
         return _folded_tensor(source, dtype, shape, ndim, strides, device_type, device_id)
     if hasattr(array, "__array__") or hasattr(array, "__array_interface__"):
         return _numpy_tensor(array, dtype, shape, ndim, strides, device_type, device_id)
@@ -579,6 +590,52 @@ def make_dltensor(
         "array must be a numpy array, a DLTensor or an object implementing __dlpack__, "
         f"got {type(array).__name__}"
     )
+
+
+# (code, bits) of the element types a write takes (the engine's value types).
+_WRITABLE_TYPES = frozenset(
+    [(DLDataTypeCode.kDLInt, b) for b in (8, 16, 32, 64)]
+    + [(DLDataTypeCode.kDLUInt, b) for b in (8, 16, 32, 64)]
+    + [(DLDataTypeCode.kDLFloat, b) for b in (16, 32, 64)]
+    + [(DLDataTypeCode.kDLBfloat, 16), (DLDataTypeCode.kDLBool, 8)]
+)
+
+
+def _producer_tensor(producer: Any, check_dtype: bool) -> DLTensor:
+    """Ingest a DLPack producer (a torch tensor, a cupy array ...) zero-copy, seen as the numpy
+    path sees an array, so both are accepted and refused alike.
+
+    A tensor that requires grad is exported through ``detach()`` (the same memory; torch refuses
+    to export it otherwise, and a write only reads it). A 0-d tensor is one row, as
+    ``np.ascontiguousarray`` makes a 0-d array. With ``check_dtype``, an element type no write
+    takes raises ``ValueError`` naming it, as ``numpy_to_dldatatype`` does for numpy.
+    """
+    if getattr(producer, "requires_grad", False) is True and callable(
+        getattr(producer, "detach", None)
+    ):
+        producer = producer.detach()
+    tensor = DLTensor.from_dlpack(producer)
+    dtype = tensor.dtype
+    if check_dtype and (dtype.code, dtype.bits) not in _WRITABLE_TYPES:
+        known = _DL_TO_NUMPY.get((dtype.code, dtype.bits))
+        name = known.name if known is not None else repr(dtype)
+        raise ValueError(_UNSUPPORTED_DTYPE.format(name))
+    if tensor.ndim != 0:
+        return tensor
+    one_row = _int64_array([1])
+    row = DLTensor(
+        data=tensor.data,
+        device=DLDevice(tensor.device.device_type.value, tensor.device.device_id),
+        ndim=1,
+        dtype=DLDataType(dtype.code, dtype.bits, dtype.lanes),
+        shape=one_row,
+        strides=None,
+        byte_offset=tensor.byte_offset,
+    )
+    row._keepalive = tensor
+    row._arrays = (one_row, None)
+    row._backing_nbytes = tensor._backing_nbytes
+    return row
 
 
 def _numpy_tensor(

@@ -154,7 +154,8 @@ def _token(stage: Stage, attribute: Any) -> int:
     if cls is str:
         return stage._token_cache.get(attribute) or token_of(stage, attribute)
     if cls is int and 0 < attribute <= _UINT64_MAX:
-        return attribute
+        token: int = attribute
+        return token
     return 0
 
 

@@ -153,7 +153,8 @@ class _GroupBase:
         data = self._check().data
         if not 0 <= i < data.tensor_count:
             raise IndexError(f"tensor index {i} is outside [0, {data.tensor_count})")
-        return data.tensors[i]
+        tensor: DLTensor = data.tensors[i]
+        return tensor
 
     def dlpack(self, i: int = 0, *, readonly: bool | None = None) -> ManagedDLTensor:
         """A DLPack exporter for tensor ``i`` (for ``np/torch.from_dlpack``); the export keeps

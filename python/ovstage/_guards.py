@@ -137,7 +137,7 @@ def as_sequence(value: object, name: str, items: str) -> list[object]:
     its items as a list; ``items`` says what it should hold (for the ``TypeError``)."""
     if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
         raise TypeError(f"{name} must be a sequence of {items}, got {type(value).__name__}")
-    return list(value)  # type: ignore[call-overload]
+    return list(value)
 
 
 _SHOWN_MAX = 80

@@ -74,7 +74,7 @@ class _Handle:
     def release(self) -> Operation:
         raise NotImplementedError
 
-    def __enter__(self) -> Any:
+    def __enter__(self: _H) -> _H:
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:

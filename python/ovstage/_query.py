@@ -77,7 +77,7 @@ class Filter:
                 attribute, int(p.op), ctypes.addressof(values), len(p.values)
             )
         raw = FilterRaw(ctypes.addressof(raw_predicates) if predicates else 0, len(predicates))
-        raw._keep = keep  # type: ignore[attr-defined]
+        raw._keep = keep
         return raw
 
 

@@ -54,7 +54,7 @@ from ._guards import (
     attribute_problem,
     string_problem,
 )
-from ._handles import Map, OrdinalQuery, Query, Read
+from ._handles import Map, OrdinalQuery, Query, Read, _Handle
 from ._hierarchy import _HierarchyMixin
 from ._lib import call, native
 from ._ops import Operation
@@ -115,7 +115,7 @@ class OrdinalRange:
         return self.to_c()
 
 
-def _handle_of(obj: Any, cls: type, name: str) -> int:
+def _handle_of(obj: Any, cls: type[_Handle], name: str) -> int:
     if isinstance(obj, cls):
         return obj._check()
     return as_uint64(obj, name)
@@ -574,7 +574,7 @@ class Stage(_HierarchyMixin):
         if (
             tensors.__class__ is _NDARRAY
             and is_array is False
-            and index_map is mask is count is cuda_event is cuda_stream is device is None
+            and index_map is mask is count is cuda_event is cuda_stream is device is None  # type: ignore[comparison-overlap]
             and placement is None
             and prim_mode is PrimMode.UPSERT
             and (semantic.__class__ is AttributeSemantic or semantic.__class__ is int)
@@ -702,7 +702,7 @@ class Stage(_HierarchyMixin):
                 desc.__class__ is WriteDesc
                 and desc.tensors.__class__ is _NDARRAY
                 and desc.is_array is False
-                and desc.index_map is desc.mask is desc.count is None
+                and desc.index_map is desc.mask is desc.count is None  # type: ignore[comparison-overlap]
                 and desc.cuda_event is desc.cuda_stream is None
                 and (
                     desc.semantic is AttributeSemantic.NONE
@@ -962,7 +962,10 @@ class Stage(_HierarchyMixin):
     # -- floors ---------------------------------------------------------------------------
 
     def advance_write_floor(
-        self, ordinal: int, scope: Scope | int = Scope.ALL, attributes: Sequence[int] | None = None
+        self,
+        ordinal: int,
+        scope: Scope | int = Scope.ALL,
+        attributes: Sequence[int | str] | None = None,
     ) -> Operation:
         """Enqueue sealing of every ordinal <= ``ordinal`` (floors never move down)."""
         if (
@@ -1058,9 +1061,10 @@ class Stage(_HierarchyMixin):
         """The value of an ordinal query (TIMEOUT raises OvstageError)."""
         handle = _handle_of(ordinal_query, OrdinalQuery, "ordinal_query")
         timeout_ns = as_timeout(timeout)
-        return self._fetch_when_ready(
+        ordinal: int = self._fetch_when_ready(
             "fetch_ordinal", native.FetchOrdinal, "ordinal_query", handle, timeout_ns
         )
+        return ordinal
 
     def release_ordinal_query(self, ordinal_query: OrdinalQuery | int) -> Operation:
         """Enqueue the release of an ordinal query."""

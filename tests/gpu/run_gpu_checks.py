@@ -13,8 +13,10 @@ Expected there: Python 3.12 with torch (>= 2.9) and cupy; no Go toolchain, no ne
 Run: ``python3 tests/gpu/bundle/run_gpu_checks.py`` (or this file, from a source tree with
 ovstage installed). It prints one line per check, then a summary line, and exits non-zero
 when any check failed. ``--no-gpu-ok`` turns "no GPU" into skips (CPU dry run of the
-plumbing, used by the CPU test suite). ``--skip-go``, ``--skip-pytest`` and ``--skip-bench``
-leave parts out.
+plumbing, used by the CPU test suite); ``--torch-on-cpu`` also runs the torch handoff checks
+(zero-copy views, lifetime, read-only exports, capsules, write sources, a training loop's
+memory) with CPU tensors, beside their CUDA run. ``--skip-go``, ``--skip-pytest`` and
+``--skip-bench`` leave parts out.
 """
 
 from __future__ import annotations
@@ -166,6 +168,15 @@ def probe(results: Results, no_gpu_ok: bool) -> Env:
         results.record("torch", torch_probe)
         results.record("cupy", cupy_probe)
     return env
+
+
+def _torch_or_none() -> Any:
+    """torch when importable (CPU is enough), else None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
 
 
 # ---------------------------------------------------------------- helpers over ovstage
@@ -503,6 +514,241 @@ def gpu_checks(results: Results, env: Env) -> None:
         results.record(name, fn)
 
 
+# ---------------------------------------------------------------- torch handoff (issue 17)
+
+# Element types a write takes, by torch name (bfloat16 included: numpy has none).
+TORCH_DTYPES = [
+    "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
+    "uint8", "uint16", "uint32", "uint64", "bool",
+]  # fmt: skip
+TORCH_CHECKS = [
+    "zero-copy views of scalar, float3, matrix and ragged reads",
+    "views outlive release, later writes and Stage.destroy",
+    "read-only exports, private copies and in-place ops",
+    "legacy and versioned capsules",
+    "write sources: every dtype, requires_grad, strided, numpy's errors",
+    "training loop keeps memory flat",
+]
+
+
+def torch_handoff_checks(results: Results, env: Env, device: str) -> None:
+    """tests/python/test_torch_handoff.py's checks with torch tensors on ``device`` (CUDA on the
+    GPU machine; ``--torch-on-cpu`` dry-runs them on the CPU). Without torch on that device
+    each is skipped."""
+    ov, t = env.ovstage, env.torch
+    label = f"torch {device}"
+    if t is None or ov is None:
+        for name in TORCH_CHECKS:
+            results.record(f"{label}: {name}", lambda: skip("needs torch (with CUDA for cuda:0)"))
+        return
+    cuda = device.startswith("cuda")
+    # The consumer's stream for a capsule asked for by hand: the legacy default stream.
+    stream = {"stream": 1} if cuda else {}
+
+    def sync() -> None:
+        if cuda:
+            t.cuda.synchronize()
+
+    def address(group: Any, i: int) -> int:
+        tensor = group.tensor(i)
+        return int(tensor.data or 0) + int(tensor.byte_offset)
+
+    def columns() -> dict[str, tuple[Any, dict[str, Any]]]:
+        return {
+            "scalar": (t.tensor([1.5, 2.5, 3.5], device=device), {}),
+            "float3": (t.arange(9.0, device=device).reshape(3, 3), {"semantic": 5}),
+            "matrix": (t.eye(4, device=device).repeat(3, 1, 1), {"semantic": 10}),
+            "ragged": (
+                [t.tensor(r, dtype=t.int32, device=device) for r in ([1, 2], [3, 4, 5], [6])],
+                {"is_array": True},
+            ),
+        }
+
+    def rows_of(values: Any) -> list[Any]:
+        return list(values) if isinstance(values, list) else [values]
+
+    def write_columns(stage: Any, query: Any, ordinal: int, later: bool = False) -> None:
+        """Every column of ``columns()`` at ``ordinal`` (``later``: other values), sealed."""
+        for attr, (values, kw) in columns().items():
+            if later:
+                values = [v * 0 - 9 for v in values] if isinstance(values, list) else values * 0 - 9
+            stage.write_attribute(query, attr, ordinal, values, **{"is_array": False, **kw}).wait()
+        stage.advance_write_floor(ordinal).wait()
+
+    def zero_copy_layouts() -> str:
+        shapes = []
+        with stage_and_query(ov, 3, "torch-zero-copy") as (stage, query):
+            write_columns(stage, query, 1)
+            for attr, (values, _) in columns().items():
+                with one_group(stage, query, attr, 1) as group:
+                    for i, expected in enumerate(rows_of(values)):
+                        out = view(t, group, i)
+                        check(out.device == expected.device, f"{attr}: on {out.device}")
+                        check(out.data_ptr() == address(group, i), f"{attr}[{i}] is a copy")
+                        check(t.equal(out, expected), f"{attr}[{i}]: values differ")
+                        shapes.append(tuple(out.shape))
+        return f"shapes {shapes}"
+
+    def outlive() -> str:
+        kept, clones = [], []
+        with stage_and_query(ov, 3, "torch-lifetime") as (stage, query):
+            write_columns(stage, query, 1)
+            for attr in columns():
+                with one_group(stage, query, attr, 1) as group:
+                    for i in range(group.tensor_count):
+                        kept.append(view(t, group, i))
+                        clones.append(kept[-1].clone())
+            write_columns(stage, query, 2, later=True)
+        gc.collect()
+        sync()
+        pairs = zip(kept, clones, strict=True)
+        changed = [i for i, (k, c) in enumerate(pairs) if not t.equal(k, c)]
+        check(not changed, f"views {changed} changed after later writes and destroy")
+        return f"{len(kept)} views unchanged"
+
+    def read_only() -> str:
+        with stage_and_query(ov, 3, "torch-read-only") as (stage, query):
+            write_seal(stage, query, "r", 1, t.tensor([1.0, 2.0, 3.0], device=device))
+            with one_group(stage, query, "r", 1) as group:
+                capsule = group.dlpack(0).__dlpack__(max_version=(1, 0), **stream)
+                addr = _capsule_pointer(capsule, b"dltensor_versioned")
+                flags = int(_versioned_struct().from_address(addr).flags)
+                check(flags == 1, f"read export flags {flags}, expected READ_ONLY (1)")
+                private = t.from_dlpack(group.dlpack(0, readonly=False))
+                check(private.data_ptr() != address(group, 0), "readonly=False is not a copy")
+                private.add_(100)
+                sync()
+            with one_group(stage, query, "r", 1) as group:
+                check(view(t, group).tolist() == [1, 2, 3], "a private copy's write got through")
+                zero_copy = view(t, group)
+                try:
+                    zero_copy.add_(100)
+                    sync()
+                    outcome = "torch wrote in place"
+                except RuntimeError as exc:
+                    outcome = f"torch refused ({exc})"
+            with one_group(stage, query, "r", 1) as group:
+                sealed = view(t, group).tolist()
+        # Reported, not judged: torch ignores DLPACK_FLAG_BITMASK_READ_ONLY (see the CPU test).
+        return f"private copy kept sealed data; in-place op on a view: {outcome}, sealed {sealed}"
+
+    def capsules() -> str:
+        with stage_and_query(ov, 3, "torch-capsules") as (stage, query):
+            write_seal(stage, query, "c", 1, t.arange(9.0, device=device).reshape(3, 3))
+            with one_group(stage, query, "c", 1) as group:
+                export = group.dlpack(0)
+                legacy = t.from_dlpack(export.__dlpack__(**stream))
+                versioned = t.from_dlpack(export.__dlpack__(max_version=(1, 0), **stream))
+                sync()
+                for name, out in (("legacy", legacy), ("versioned", versioned)):
+                    check(out.data_ptr() == address(group, 0), f"{name} capsule is a copy")
+                    check(tuple(out.shape) == (3, 3), f"{name} shape {tuple(out.shape)}")
+                    check(out.tolist() == [[0, 1, 2], [3, 4, 5], [6, 7, 8]], f"{name} values")
+        return "both zero-copy, (N, 3)"
+
+    def outcome(fn: Callable[[], Any]) -> tuple[str, Any, str]:
+        try:
+            fn()
+        except Exception as exc:
+            return type(exc).__name__, getattr(exc, "code", None), str(exc)
+        return "ok", None, ""
+
+    def write_sources() -> str:
+        notes = []
+        with stage_and_query(ov, 3, "torch-sources") as (stage, query):
+            ordinal = 0
+            for name in TORCH_DTYPES:
+                dtype = getattr(t, name)
+                base = t.arange(6, device=device) % 2
+                sources = {"contiguous": base[:3].to(dtype), "lanes": base.reshape(3, 2).to(dtype)}
+                if dtype.is_floating_point:
+                    sources["requires_grad"] = base[:3].to(dtype).requires_grad_(True)
+                for kind, source in sources.items():
+                    ordinal += 1
+                    write_seal(stage, query, f"{name}-{kind}", ordinal, source)
+                    with one_group(stage, query, f"{name}-{kind}", ordinal) as group:
+                        got = view(t, group)
+                        check(got.dtype == dtype, f"{name} {kind}: read back as {got.dtype}")
+                        check(t.equal(got, source.detach()), f"{name} {kind}: values differ")
+            strided = t.arange(6.0, device=device)[::2]
+            ordinal += 1
+            result = outcome(lambda: write_seal(stage, query, "strided", ordinal, strided))
+            if cuda:  # README: CUDA sources must be contiguous (NOT_SUPPORTED otherwise)
+                check(result[1] == 6, f"strided CUDA source: {result}")
+                notes.append("strided CUDA source NOT_SUPPORTED (numpy: copied)")
+            else:
+                check(result[0] == "ok", f"strided source: {result}")
+            write_seal(stage, query, "f", ordinal + 1, t.zeros(3, device=device))
+            bad = {
+                "rows+1": ("s", np.zeros(4, np.float32)),
+                "other dtype": ("f", np.zeros(3, np.float64)),
+                "complex64": ("s", np.zeros(3, np.complex64)),
+            }
+            for case, (attr, values) in bad.items():
+
+                def attempt(source: Any, attr: str = attr) -> Callable[[], Any]:
+                    return lambda: stage.write_attribute(
+                        query, attr, ordinal + 2, source, is_array=False
+                    ).wait()
+
+                with_numpy = outcome(attempt(values))
+                with_torch = outcome(attempt(t.from_numpy(values).to(device)))
+                check(with_numpy[0] != "ok", f"{case}: numpy's write was accepted")
+                check(with_torch == with_numpy, f"{case}: torch {with_torch} != numpy {with_numpy}")
+        return f"{len(TORCH_DTYPES)} dtypes; {'; '.join(notes) or 'strided accepted'}"
+
+    def training_loop() -> str:
+        # a CPU dry run only runs the loop's code: device memory is what is measured
+        prims, lanes, warmup, ordinals, window = 512, 128, 20, 200 if cuda else 10, 8
+        model = t.nn.Linear(lanes, 1).to(device)
+        optimizer = t.optim.SGD(model.parameters(), lr=1e-3)
+        replay: list[Any] = []
+        with stage_and_query(ov, prims, "torch-training") as (stage, query):
+            for ordinal in range(1, warmup + ordinals + 1):
+                if ordinal == warmup + 1:
+                    gc.collect()
+                    sync()
+                    buffers = live_device_buffers()
+                    allocated = t.cuda.memory_allocated() if cuda else 0
+                obs = t.full((prims, lanes), float(ordinal % 5), device=device)
+                write_seal(stage, query, "obs", ordinal, obs)
+                with one_group(stage, query, "obs", ordinal) as group:
+                    replay.append(view(t, group))
+                del replay[:-window]
+                loss = model(replay[-1]).pow(2).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            gc.collect()
+            sync()
+            buffer_growth = live_device_buffers() - buffers
+            torch_growth = (t.cuda.memory_allocated() - allocated) if cuda else 0
+            check(float(replay[-1][0, 0]) == float((warmup + ordinals) % 5), "last batch values")
+            replay.clear()
+        check(buffer_growth <= 2, f"ovstage device buffers grew by {buffer_growth}")
+        check(torch_growth <= 1 << 20, f"torch's allocated memory grew {torch_growth} bytes")
+        return f"{ordinals} ordinals: device buffers +{buffer_growth}, torch +{torch_growth} B"
+
+    for name, fn in zip(
+        TORCH_CHECKS,
+        [zero_copy_layouts, outlive, read_only, capsules, write_sources, training_loop],
+        strict=True,
+    ):
+        results.record(f"{label}: {name}", fn)
+
+
+def _capsule_pointer(capsule: Any, name: bytes) -> int:
+    from ovstage._dlpack import _capsule_get_pointer
+
+    return int(_capsule_get_pointer(capsule, name))
+
+
+def _versioned_struct() -> Any:
+    from ovstage._dlpack import DLManagedTensorVersioned
+
+    return DLManagedTensorVersioned
+
+
 # ---------------------------------------------------------------- benchmark
 
 
@@ -645,6 +891,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-go", action="store_true")
     parser.add_argument("--skip-pytest", action="store_true")
     parser.add_argument("--skip-bench", action="store_true")
+    parser.add_argument(
+        "--torch-on-cpu",
+        action="store_true",
+        help="also run the torch handoff checks with CPU tensors (a dry run of their code)",
+    )
     args = parser.parse_args(argv)
 
     results = Results()
@@ -652,6 +903,9 @@ def main(argv: list[str] | None = None) -> int:
     env = probe(results, args.no_gpu_ok)
     if not args.skip_go:
         go_binaries(results)
+    if args.torch_on_cpu:
+        torch_handoff_checks(results, Env(env.ovstage, _torch_or_none()), "cpu")
+    torch_handoff_checks(results, env, "cuda:0")
     if env.gpu:
         gpu_checks(results, env)
         if not args.skip_bench:

@@ -2,6 +2,10 @@
 
 Shared by the tests of the C library (test_c_api.py), of its pkg-config and CMake packages
 (test_c_package.py) and of the C examples (test_c_examples.py). Every subprocess has a timeout.
+
+Against a source checkout the prefix is the build tree (build/, made by `make libovstage`);
+against an installed wheel (INSTALLED: the imported ovstage carries its C files) it is the
+package directory, so these tests compile against the wheel's headers and link its library.
 """
 
 from __future__ import annotations
@@ -14,9 +18,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from ovstage import _c_files
 
 REPO = Path(__file__).resolve().parents[2]
-BUILD = REPO / "build"  # the build tree: the prefix of build/lib and build/include
+INSTALLED = _c_files.c_files_installed()
+# The prefix of lib/libovstage.so and include/: the build tree, or the installed wheel's package.
+BUILD = Path(_c_files.get_prefix()) if INSTALLED else REPO / "build"
 LIB = BUILD / "lib" / "libovstage.so"
 INCLUDE = BUILD / "include"
 PKGCONFIG_DIR = BUILD / "lib" / "pkgconfig"
@@ -57,10 +64,20 @@ def run(
     return proc
 
 
+def require_source_tree() -> None:
+    """Skips a test of a source-tree target (`make install-c`) when the suite runs against an
+    installed wheel (CI runs it against the source tree too)."""
+    if INSTALLED:
+        pytest.skip("tests a target of the source tree; this run tests the installed wheel")
+
+
 @functools.cache
 def make_libovstage() -> Path:
     """`make libovstage`, once per test session: the library, headers and package files of
-    build/, up to date with this checkout."""
+    build/, up to date with this checkout (the installed wheel's files, when INSTALLED)."""
+    if INSTALLED:
+        assert LIB.is_file() and (INCLUDE / "ovstage" / "ovstage.h").is_file()
+        return LIB
     require_tools("make")
     env = {"GO": os.environ.get("GO") or shutil.which("go") or "go"}
     run([shutil.which("make") or "make", "-s", "libovstage"], cwd=REPO, env=env, timeout=600)

@@ -178,3 +178,14 @@ def test_time_and_ordinals_example_output(time_and_ordinals_run) -> None:
         "time 0.2s is ordinal 6",
         "oldest preserved ordinal 0",
     ]
+
+
+def test_torch_handoff_example_prints_what_its_readme_shows() -> None:
+    """The torch handoff example (torch comes with the test extra)."""
+    pytest.importorskip("torch", reason="torch is not importable (the test extra installs it)")
+    result = _run_example("torch-handoff")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    readme = (EXAMPLES / "torch-handoff" / "README.md").read_text(encoding="utf-8")
+    documented = readme.split("It prints:\n", 1)[1].split("```\n", 2)[1]
+    assert result.stdout == documented

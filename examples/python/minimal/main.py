@@ -8,11 +8,14 @@ import numpy as np
 import ovstage
 
 
-def read_latest(stage: ovstage.Stage, query: ovstage.Query, attr: int, ordinal: int) -> np.ndarray:
-    """Read the sealed values of one attribute and return them in query order."""
+def read_latest(
+    stage: ovstage.Stage, query: ovstage.Query, attr: int, ordinal: int
+) -> np.ndarray | None:
+    """Read the sealed values of one attribute and return them in query order (None when
+    nothing is sealed)."""
     with stage.read_attributes(query, [attr], ovstage.OrdinalRange.latest(ordinal)) as read:
         read.wait()
-        values = None
+        values: np.ndarray | None = None
         for group in read.groups():
             with group:
                 # np.from_dlpack views the stage's storage without a copy; the view keeps

@@ -42,7 +42,7 @@ def read_by_path(
 
 def describe(filter: Filter) -> str:
     return " AND ".join(
-        f"{p.attribute} {p.op.name}" + (f" [{', '.join(p.values)}]" if p.values else "")
+        f"{p.attribute} {FilterOp(p.op).name}" + (f" [{', '.join(p.values)}]" if p.values else "")
         for p in filter.predicates
     )
 

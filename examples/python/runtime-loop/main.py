@@ -109,7 +109,7 @@ def translations(stage: ovstage.Stage, query: ovstage.Query, name: str, ordinal:
 
 def matrices_of(positions: np.ndarray) -> np.ndarray:
     """(N, 4, 4) float64 local transforms: identity rotation, translation in row 3."""
-    stacked = np.broadcast_to(np.eye(4), (len(positions), 4, 4)).copy()
+    stacked: np.ndarray = np.broadcast_to(np.eye(4), (len(positions), 4, 4)).copy()
     stacked[:, 3, :3] = positions
     return stacked
 

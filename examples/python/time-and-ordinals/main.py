@@ -11,6 +11,7 @@ the same with the time samples of a USD scene (``population.update_from_usd_time
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -90,7 +91,9 @@ def main() -> None:
             stage.query_from_path_list(c_list) as only_c,
         ):
 
-            def write(attribute: str, ordinal: int, values: Any, target=query, **kw) -> None:
+            def write(
+                attribute: str, ordinal: int, values: Any, target: ovstage.Query = query, **kw: Any
+            ) -> None:
                 payload = np.asarray(values, np.float32)
                 stage.write_attribute(
                     target, attribute, ordinal, payload, is_array=False, **kw
@@ -114,7 +117,7 @@ def main() -> None:
 
             # 3. Steps 4..9; the consumer only looks at the stage after some of them.
             last_seen = 0
-            script = {
+            script: dict[int, Callable[[int], object]] = {
                 4: lambda o: write("pose", o, [[4, 1, 0]] * 3),
                 5: lambda o: write("pose", o, [[5, 5, 5]], count=1),  # only /World/A
                 6: lambda o: stage.delete_attributes(only_b, ["color"], o).wait(),

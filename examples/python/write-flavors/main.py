@@ -20,7 +20,9 @@ from ovstage import AttributeSemantic, ErrorCode, OrdinalRange, OvstageError, Wr
 PRIMS = ["/World/A", "/World/B", "/World/C", "/World/D"]
 
 
-def read_latest(stage: ovstage.Stage, query: ovstage.Query, attribute: str, ordinal: int) -> list:
+def read_latest(
+    stage: ovstage.Stage, query: ovstage.Query, attribute: str, ordinal: int
+) -> list[Any]:
     """The sealed values of ``attribute`` on PRIMS, in order (None where a prim has none)."""
     dictionary = ovstage.PathDictionary(stage)
     found: dict[str, Any] = {}

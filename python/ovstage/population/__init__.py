@@ -227,7 +227,7 @@ def _usda(text: object, name: str, what: str) -> str:
 def _progress(progress: object, what: str) -> Progress | None:
     if progress is not None and not callable(progress):
         raise TypeError(f"{what}: progress must be callable or None, got {type(progress).__name__}")
-    return progress  # type: ignore[return-value]
+    return progress
 
 
 def _checked(what: str, check: Callable[[], Any]) -> Any:
@@ -544,7 +544,8 @@ def add_usd_reference(stage: Stage, ref_file_path: str | os.PathLike[str], targe
     """Blocking :func:`add_usd_reference_async`: the reference handle."""
     with _blocking("add_usd_reference"):
         op = add_usd_reference_async(stage, ref_file_path, target_path)
-    return op.wait()
+    handle: int = op.wait()
+    return handle
 
 
 def add_usd_reference_from_string_async(stage: Stage, ref_str: str, target_path: str) -> Operation:
@@ -558,7 +559,8 @@ def add_usd_reference_from_string(stage: Stage, ref_str: str, target_path: str) 
     """Blocking :func:`add_usd_reference_from_string_async`: the reference handle."""
     with _blocking("add_usd_reference_from_string"):
         op = add_usd_reference_from_string_async(stage, ref_str, target_path)
-    return op.wait()
+    handle: int = op.wait()
+    return handle
 
 
 def remove_usd_async(stage: Stage, handle: int) -> Operation:
@@ -677,6 +679,7 @@ def register_usd_schemas(paths: str | bytes | os.PathLike[str] | Iterable[Any]) 
     from ._source import schema_registry_built
 
     def check() -> list[str]:
+        entries: list[Any]
         if isinstance(paths, (str, bytes, os.PathLike)):
             entries = [paths]
         elif isinstance(paths, Iterable):

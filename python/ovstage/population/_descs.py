@@ -130,7 +130,7 @@ def _children(what: str, cls: type[_P], values: Iterable[Any]) -> tuple[_P, ...]
 class _Frozen:
     """Rejects assignment and deletion once ``__init__`` has set the slots."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     def __setattr__(self, name: str, value: Any) -> NoReturn:
         raise AttributeError(f"{type(self).__name__} is immutable (cannot set {name!r})")
@@ -148,7 +148,7 @@ class _Frozen:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self._key() == other._key()  # type: ignore[attr-defined]
+        return self._key() == other._key()
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self._key()))

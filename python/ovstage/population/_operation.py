@@ -30,7 +30,8 @@ def last_error() -> str:
 
 def last_op_error(op_id: int) -> str:
     """The failure text of an id this thread's latest population wait listed ("" otherwise)."""
-    return getattr(_thread, "op_errors", {}).get(op_id, "")
+    errors: dict[int, str] = getattr(_thread, "op_errors", {})
+    return errors.get(op_id, "")
 
 
 def _stream_of(stage: Stage) -> OpStream | None:

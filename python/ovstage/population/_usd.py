@@ -20,7 +20,7 @@ Gf: Any = None
 UsdGeom: Any = None
 
 try:
-    from pxr import Gf, Sdf, Tf, Usd, UsdGeom, Vt  # noqa: F401
+    from pxr import Gf, Sdf, Tf, Usd, UsdGeom, Vt  # type: ignore[no-redef]  # noqa: F401
 
     AVAILABLE = True
     REASON = ""

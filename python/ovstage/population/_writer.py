@@ -142,9 +142,9 @@ def write_batch(
         for path, names in batch.deleted_attributes.items():
             if names:
                 by_names.setdefault(tuple(sorted(names)), []).append(path)
-        for names, paths in by_names.items():
+        for sorted_names, paths in by_names.items():
             query = submitted.query(paths)
-            submitted.ops.append(stage.delete_attributes(query, list(names), ordinal))
+            submitted.ops.append(stage.delete_attributes(query, list(sorted_names), ordinal))
         # Columns over the same prims go in one batched write (they share the query).
         by_prims: dict[bytes, list[Column]] = {}
         for column in batch.columns.values():
