@@ -27,7 +27,6 @@ SCRIPTS = [
     "bench_threads.py",
     "bench_history.py",
     "bench_population.py",
-    "bench_export.py",
     "bench_chart.py",
 ]
 QUICK = {
@@ -40,7 +39,6 @@ QUICK = {
     "bench_scaling.py",
     "bench_history.py",
     "bench_population.py",
-    "bench_export.py",
 }
 
 
