@@ -90,7 +90,7 @@ class _Exporter:
         self._free = native._native.pybind_ManagedFree
 
     def to_capsule_pointer(self, addr: int, versioned: bool) -> int:
-        return call(self._clone, addr, versioned)
+        return int(call(self._clone, addr, versioned))
 
     def free(self, addr: int) -> None:
         if not _forked_child:

@@ -232,7 +232,7 @@ class Batch:
             if added is None:
                 added = dict(written)
             added[name] = ctype
-            if type(cell) is PackedCell:
+            if isinstance(cell, PackedCell):
                 self._column(name, ctype).append_packed(index, cell)
             else:
                 self._column(name, ctype).append(index, cell.value, cell.force)

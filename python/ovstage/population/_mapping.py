@@ -336,18 +336,19 @@ def _ids(strings: Any, interner: Interner) -> np.ndarray[Any, Any]:
     once: through a dict for a few strings, through ``np.unique`` for many."""
     if len(strings) <= _FEW_STRINGS:
         known: dict[str, int] = {}
-        ids = []
+        found_ids: list[int] = []
         for text in strings:
             found = known.get(text)
             if found is None:
                 found = known[text] = interner.token(text) if text else 0
-            ids.append(found)
-        return np.array(ids, dtype=np.uint64)
+            found_ids.append(found)
+        return np.array(found_ids, dtype=np.uint64)
     unique, inverse = np.unique(np.asarray(strings, dtype=str), return_inverse=True)
     ids = np.fromiter(
         (interner.token(str(s)) if s else 0 for s in unique), dtype=np.uint64, count=len(unique)
     )
-    return ids[inverse.reshape(-1)]
+    result: np.ndarray = ids[inverse.reshape(-1)]
+    return result
 
 
 _FEW_STRINGS = 64
@@ -594,7 +595,7 @@ def map_attribute(
         return None
     value = attr.Get(time)
     if value is None:
-        return NO_VALUE
+        return NO_VALUE  # type: ignore[no-any-return]  # a sentinel the callers test by identity
     usd_type, is_array, _ = declared
     if usd_type.reader == _STRING:
         pinned = string_bytes or (pins is not None and pins.pinned(str(attr.GetPrimPath()), name))
