@@ -34,10 +34,8 @@ func TestPlacedReadServesTheCurrentCopyOrCopies(t *testing.T) {
 }
 
 func testPlacedReadServesTheCurrentCopyOrCopies(t *testing.T, g *gpuFixture) {
-	src, tn := g.upload(0, []float32{1, 2, 3})
+	src := g.sealedDeviceWrite([]float32{1, 2, 3})
 	defer src.Release()
-	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []tensor.Tensor{tn}}))
-	g.seal(1)
 	current := g.readGroup()
 	defer func() { require.NoError(t, g.s.ReleaseGroup(current.ID)) }()
 

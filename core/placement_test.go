@@ -183,6 +183,16 @@ func download(t testing.TB, b buffer.Buffer, n int) []float32 {
 	return out
 }
 
+// sealedDeviceWrite writes vals from a new cuda:0 buffer at ordinal 1 and seals it; the caller
+// releases the returned buffer.
+func (g *gpuFixture) sealedDeviceWrite(vals []float32) buffer.Buffer {
+	g.t.Helper()
+	src, tn := g.upload(0, vals)
+	require.NoError(g.t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []tensor.Tensor{tn}}))
+	g.seal(1)
+	return src
+}
+
 func (g *gpuFixture) writeReq(req WriteRequest) error {
 	req.Query, req.AttrToken = g.query, g.attr
 	op, err := g.s.WriteAttribute(req)

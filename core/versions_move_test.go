@@ -18,10 +18,8 @@ func TestWindowVersionsMoveWithTheColumn(t *testing.T) {
 }
 
 func testWindowVersionsMoveWithTheColumn(t *testing.T, g *gpuFixture) {
-	src, tn := g.upload(0, []float32{1, 2, 3})
+	src := g.sealedDeviceWrite([]float32{1, 2, 3})
 	defer src.Release()
-	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 1, Tensors: []tensor.Tensor{tn}}))
-	g.seal(1)
 	// A host write of /A at 2 moves the column to the host, a write of /B at 3 placed on the
 	// device moves it back.
 	require.NoError(t, g.writeReq(WriteRequest{Ordinal: 2, Tensors: []tensor.Tensor{f32Tensor([]float32{4})}, Count: 1}))
