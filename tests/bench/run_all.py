@@ -27,6 +27,7 @@ SCRIPTS = [
     "bench_threads.py",
     "bench_history.py",
     "bench_population.py",
+    "bench_export.py",
     "bench_chart.py",
 ]
 QUICK = {
@@ -39,6 +40,7 @@ QUICK = {
     "bench_scaling.py",
     "bench_history.py",
     "bench_population.py",
+    "bench_export.py",
 }
 
 

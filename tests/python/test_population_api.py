@@ -140,7 +140,7 @@ class Gate:
 def test_available_with_usd_core() -> None:
     assert pop.available() is True
     assert pop.descs_available() is True
-    assert pop.export_available() is False
+    assert pop.export_available() is True
 
 
 def test_default_time_is_nan() -> None:

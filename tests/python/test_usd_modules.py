@@ -11,11 +11,10 @@ import ovstage
 import ovstage.instancing
 import ovstage.population
 import pytest
-from ovstage import ErrorCode, OvstageError, PopulationDomain
+from ovstage import ErrorCode, PopulationDomain
 from ovstage import instancing as instancing_module
 from ovstage.population import (
     Desc,
-    ExportDestination,
     PrimPredicate,
     PrimPredicateKind,
     PropertyPredicate,
@@ -57,7 +56,7 @@ def test_population_is_available_exactly_when_pxr_imports() -> None:
         importable = True
     assert ovstage.population.available() is importable
     assert ovstage.population.descs_available() is importable
-    assert ovstage.population.export_available() is False
+    assert ovstage.population.export_available() is importable
 
 
 POPULATION_CALLS: list[tuple[str, tuple]] = [
@@ -75,8 +74,12 @@ POPULATION_CALLS: list[tuple[str, tuple]] = [
 ]
 
 EXPORT_CALLS: list[tuple[str, tuple]] = [
-    ("export_to_usd_file", ("out.usda",)),
-    ("export_typed_hierarchy_to_usd_file", ("out.usda",)),
+    ("export_to_usd_file", ("out.usda", 1)),
+    ("export_to_usd_layer", ("out.usda", 1)),
+    ("export_to_usd_stage", ("out.usda", 1)),
+    ("export_typed_hierarchy_to_usd_file", ("out.usda", "/", 1)),
+    ("export_typed_hierarchy_to_usd_layer", ("out.usda", "/", 1)),
+    ("create_export_destination", ("out.usda",)),
 ]
 
 # Runs in a fresh interpreter where ``import pxr`` fails (as without usd-core): every population
@@ -118,7 +121,7 @@ def without_usd() -> dict[str, Any]:
     """What the population calls do in an interpreter where pxr cannot be imported."""
     import json
 
-    calls = json.dumps([(name, _encoded(args)) for name, args in POPULATION_CALLS])
+    calls = json.dumps([(name, _encoded(args)) for name, args in POPULATION_CALLS + EXPORT_CALLS])
     result = subprocess.run(
         [sys.executable, "-W", "error::ResourceWarning", "-c", _NO_USD_SCRIPT, calls],
         capture_output=True,
@@ -136,7 +139,7 @@ def test_without_usd_nothing_is_available(without_usd) -> None:
 
 
 @pytest.mark.parametrize("suffix", ["", "_async"])
-@pytest.mark.parametrize(("name", "args"), POPULATION_CALLS)
+@pytest.mark.parametrize(("name", "args"), POPULATION_CALLS + EXPORT_CALLS)
 def test_without_usd_population_calls_say_what_to_install(without_usd, name, args, suffix) -> None:
     del args
     code, message, last = without_usd["calls"][name + suffix]
@@ -152,20 +155,6 @@ def test_without_usd_schema_registration_and_instancing_raise_not_supported(with
     assert "ovstage-go[usd]" in message
     code, _, _ = without_usd["calls"]["get_prototype_roots"]
     assert code == ErrorCode.NOT_SUPPORTED
-
-
-@pytest.mark.parametrize("suffix", ["", "_async"])
-@pytest.mark.parametrize(("name", "args"), EXPORT_CALLS)
-def test_export_is_not_in_this_build_yet(stage, name, args, suffix) -> None:
-    with pytest.raises(OvstageError) as info:
-        getattr(ovstage.population, name + suffix)(stage, *args)
-    assert info.value.code == ErrorCode.NOT_SUPPORTED
-    assert "USD export is not in this build yet" in info.value.message
-    assert ovstage.population.last_error() == info.value.message
-    with pytest.raises(OvstageError) as info:
-        ExportDestination("out.usda")
-    assert info.value.code == ErrorCode.NOT_SUPPORTED
-    assert "USD export is not in this build yet" in info.value.message
 
 
 def test_description_classes_construct_as_immutable_trees() -> None:

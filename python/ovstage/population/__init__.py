@@ -24,7 +24,8 @@ and once with ``(total, total)`` when the op's writes are done. An exception it 
 the op (before anything was written). Long operations also log at INFO level on the
 ``ovstage.population`` logger (Python's ``logging``).
 
-Export (stage -> USD) is not in this build yet: its functions raise NOT_SUPPORTED.
+Export (stage -> USD) lives in ``ovstage.export`` (docs/export.md); its public names are
+re-exported here, as the reference names them.
 """
 
 from __future__ import annotations
@@ -106,11 +107,6 @@ __all__ = [
 #: :func:`is_default_time`, never with ``==``.
 DEFAULT_TIME: float = math.nan
 
-#: Why export functions raise.
-EXPORT_UNAVAILABLE_MESSAGE = (
-    "USD export is not in this build yet (stage -> USD); population (USD -> stage) is"
-)
-
 #: ``progress(done, total)``: see the module documentation.
 Progress = Callable[[int, int], object]
 
@@ -125,11 +121,6 @@ def available() -> bool:
 def descs_available() -> bool:
     """Whether population descriptions (``*_with_desc``, repopulate) work here."""
     return _usd.AVAILABLE
-
-
-def export_available() -> bool:
-    """Whether USD export works here (not in this build)."""
-    return False
 
 
 def is_default_time(time: float) -> bool:
@@ -732,36 +723,17 @@ def register_usd_schemas(paths: str | bytes | os.PathLike[str] | Iterable[Any]) 
         )
 
 
-# -- export (not in this build yet) --------------------------------------------------------------
+# -- export: implemented in ovstage.export, named here as the reference does -------------
 
+from .. import export as _export  # noqa: E402
+from ..export import (  # noqa: E402
+    ExportDestination,
+    export_available,
+    export_to_usd_file,
+    export_to_usd_file_async,
+    export_typed_hierarchy_to_usd_file,
+    export_typed_hierarchy_to_usd_file_async,
+)
 
-def _export_unsupported(what: str) -> NoReturn:
-    _refuse(ErrorCode.NOT_SUPPORTED, f"population.{what}: {EXPORT_UNAVAILABLE_MESSAGE}")
-
-
-class ExportDestination:
-    """A reusable USD export destination. Opening one raises NOT_SUPPORTED."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        del args, kwargs
-        _export_unsupported("ExportDestination")
-
-
-def export_to_usd_file_async(stage: Stage, *args: Any, **kwargs: Any) -> Any:
-    """Export committed state to a USD file. Raises NOT_SUPPORTED."""
-    _export_unsupported("export_to_usd_file_async")
-
-
-def export_to_usd_file(stage: Stage, *args: Any, **kwargs: Any) -> Any:
-    """Blocking :func:`export_to_usd_file_async`. Raises NOT_SUPPORTED."""
-    _export_unsupported("export_to_usd_file")
-
-
-def export_typed_hierarchy_to_usd_file_async(stage: Stage, *args: Any, **kwargs: Any) -> Any:
-    """Export the typed prim hierarchy to a USD file. Raises NOT_SUPPORTED."""
-    _export_unsupported("export_typed_hierarchy_to_usd_file_async")
-
-
-def export_typed_hierarchy_to_usd_file(stage: Stage, *args: Any, **kwargs: Any) -> Any:
-    """Blocking :func:`export_typed_hierarchy_to_usd_file_async`. Raises NOT_SUPPORTED."""
-    _export_unsupported("export_typed_hierarchy_to_usd_file")
+globals().update({name: getattr(_export, name) for name in _export.__all__})
+__all__ += [name for name in _export.__all__ if name not in __all__]
