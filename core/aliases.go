@@ -1,5 +1,7 @@
 package core
 
+import "slices"
+
 // Attribute aliases: the transform columns have a public name (what clients, population and
 // the hierarchy model speak of) and a storage name (what the stage keeps and what attribute
 // discovery reports). Every entry point that takes an attribute resolves an alias to its
@@ -16,6 +18,11 @@ var attributeAliases = [][2]string{
 	{AttrXform, AttrLocalMatrix},
 	{AttrResetXformStack, AttrFabricResetXformStack},
 }
+
+// AttributeAliases is the alias table as (public name, storage name) pairs, a copy in the
+// table's order: bindings that speak of both names use it rather than a table of their own
+// (USD export turns a storage name back into its USD transform, docs/export.md).
+func AttributeAliases() [][2]string { return slices.Clone(attributeAliases) }
 
 // aliasTokens maps the token of each public name to the token of its storage name (the
 // names are interned when the stage is made, so the lookup needs no dictionary call).

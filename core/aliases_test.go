@@ -143,3 +143,15 @@ func TestAliasDelete(t *testing.T) {
 	c.ok(c.s.DeleteAttributes(DeleteRequest{Query: c.query("/A"), Tokens: []uint64{c.tok(AttrResetXformStack)}, Ordinal: 2}))
 	require.Nil(t, c.value("/A", AttrFabricResetXformStack))
 }
+
+func TestAttributeAliasesIsACopyOfTheTable(t *testing.T) {
+	got := AttributeAliases()
+	want := [][2]string{{AttrXform, AttrLocalMatrix}, {AttrResetXformStack, AttrFabricResetXformStack}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("AttributeAliases() = %v, want %v", got, want)
+	}
+	got[0][1] = "changed"
+	if AttributeAliases()[0][1] != AttrLocalMatrix {
+		t.Fatal("AttributeAliases hands out the table itself")
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strconv"
+	"strings"
 
 	"github.com/ovstage-go/ovstage/abi"
 	"github.com/ovstage-go/ovstage/core"
@@ -102,6 +103,16 @@ func joinIDs(ids []uint64) string {
 func LibraryVersion() (string, error) {
 	v := abi.Version
 	return fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2]), nil
+}
+
+// AttributeAliases returns the engine's attribute aliases (core.AttributeAliases), one
+// "public storage" pair a line.
+func AttributeAliases() (string, error) {
+	var b strings.Builder
+	for _, pair := range core.AttributeAliases() {
+		b.WriteString(pair[0] + " " + pair[1] + "\n")
+	}
+	return b.String(), nil
 }
 
 // BuildInfo returns the address of the ovstage_build_info_t describing this build

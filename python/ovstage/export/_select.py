@@ -10,6 +10,11 @@ ordinary read ops: they take references to sealed buffers and never block writer
 The predicates of an export (:func:`prim_accepts`, :func:`property_accepts`) are evaluated on
 that state: prim types and schemas come from the reserved names population wrote
 (``usd-prim-type``, ``usd-schemas``, ``usd-ancestor-types``).
+
+Columns are keyed by their public names: the stage reports the transform columns under their
+storage names (``omni:fabric:localMatrix``, ...), and :meth:`_Reader._add` turns those back
+into ``omni:xform`` / ``omni:resetXformStack`` through the engine's alias table
+(``ovstage._aliases``), so the rest of export knows one name per column.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.ctypeslib  # numpy loads it lazily: at the first read otherwise
 
+from .._aliases import public_name
 from .._errors import ErrorCode, OvstageError
 from .._pathdict import PathDictionary
 from .._placement import Placement
@@ -247,7 +253,7 @@ class _Reader:
         return columns
 
     def _add(self, columns: dict[str, Column], group: Any) -> None:
-        name = self.resolver.token(group.attribute)
+        name = public_name(self.resolver.token(group.attribute))
         paths = self._paths(group)
         if group.is_delete:
             column = columns.get(name)

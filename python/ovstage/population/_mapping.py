@@ -59,6 +59,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .._aliases import STORAGE_NAME
 from .._enums import AttributeSemantic
 from .._errors import ErrorCode, OvstageError, OvxError
 from ._usd import Sdf, Usd, UsdGeom
@@ -68,8 +69,8 @@ INT, UINT, FLOAT, BOOL = 0, 1, 2, 6
 
 _log = logging.getLogger("ovstage.population")
 
-#: Public names of the derived transform columns (the stage stores them as
-#: ``omni:fabric:localMatrix`` / ``omni:fabric:resetXformStack`` and resolves either name).
+#: Public names of the derived transform columns (the stage stores them under the storage
+#: names of its alias table, ``ovstage._aliases``, and resolves either name).
 XFORM = "omni:xform"
 RESET_XFORM_STACK = "omni:resetXformStack"
 WORLD_MATRIX = "omni:fabric:worldMatrix"
@@ -77,13 +78,7 @@ WORLD_MATRIX = "omni:fabric:worldMatrix"
 #: Property names population never publishes from USD: they are derived transform columns
 #: (or the storage names behind them), whatever a USD property of that name holds.
 NEVER_PUBLISHED: frozenset[str] = frozenset(
-    {
-        XFORM,
-        RESET_XFORM_STACK,
-        WORLD_MATRIX,
-        "omni:fabric:localMatrix",
-        "omni:fabric:resetXformStack",
-    }
+    {XFORM, RESET_XFORM_STACK, WORLD_MATRIX, STORAGE_NAME[XFORM], STORAGE_NAME[RESET_XFORM_STACK]}
 )
 
 

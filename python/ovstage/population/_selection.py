@@ -74,6 +74,7 @@ from ._descs import (
     normalize_descs,
     validate_paths,
 )
+from ._mapping import NEVER_PUBLISHED
 from ._usd import AVAILABLE, Sdf, Tf, Usd, UsdGeom
 
 if TYPE_CHECKING:
@@ -90,15 +91,7 @@ _KNOWN_DOMAINS = int(PopulationDomain.ALL)
 
 #: Stage column names that USD properties are never published under (the derived transform
 #: attributes and the storage names behind them).
-TRANSFORM_STORAGE_NAMES = frozenset(
-    {
-        "omni:xform",
-        "omni:resetXformStack",
-        "omni:fabric:worldMatrix",
-        "omni:fabric:localMatrix",
-        "omni:fabric:resetXformStack",
-    }
-)
+TRANSFORM_STORAGE_NAMES = NEVER_PUBLISHED
 
 #: Name prefixes of physics schemas (UsdPhysics, PhysX).
 _PHYSICS_SCHEMA_PREFIXES = ("Physics", "Physx")
