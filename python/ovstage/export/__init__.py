@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 from .._errors import ErrorCode, OvstageError
 from ..population import _usd
 from ..population._descs import PrimPredicate, PropertyPredicate
+from . import _constants
+from ._constants import *  # noqa: F403 (the OVSTAGE_POPULATION_EXPORT_* constants)
 from ._destination import ExportDestination, export_into_layer, raising
 from ._guard import check_call as _check
 from ._operation import (
@@ -31,7 +33,6 @@ from ._operation import (
     submit,
 )
 from ._rules import (
-    CONSTANTS,
     ExportDestinationMode,
     ExportProjection,
     ExportSelection,
@@ -49,8 +50,6 @@ from ._rules import (
 
 if TYPE_CHECKING:
     from .._stage import Stage
-
-globals().update(CONSTANTS)
 
 __all__ = [
     "DestinationCreateOperation",
@@ -84,8 +83,8 @@ __all__ = [
     "export_typed_hierarchy_to_usd_file_async",
     "export_typed_hierarchy_to_usd_layer",
     "export_typed_hierarchy_to_usd_layer_async",
-    *sorted(CONSTANTS),
 ]
+__all__ += _constants.__all__
 
 
 def export_available() -> bool:

@@ -17,7 +17,8 @@ import os
 import tempfile
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._errors import ErrorCode, OvstageError
 from .._warn import warn_finalized
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
     from .._stage import Stage
 
 __all__ = ["ExportDestination", "export_into_layer", "raising", "save_layer"]
+
+T = TypeVar("T")
 
 
 def export_into_layer(
@@ -78,7 +81,7 @@ def export_into_layer(
     return report
 
 
-def raising(what: str, run: Any) -> Any:
+def raising(what: str, run: Callable[[], T]) -> T:
     """``run()``; an OvstageError comes out as ``"<what> failed: <message>"`` (and is this
     thread's population ``last_error()``)."""
     try:

@@ -102,7 +102,10 @@ def usd_values(type_name: str, column: Column, resolver: Resolver) -> list[Any]:
 
     The caller has checked :func:`compatible`. Numbers are cast to the USD type's element
     type (population stores them in it, so this only matters for an explicit rule type)."""
-    usd_type, is_array, array_class = _declared(type_name)  # type: ignore[misc]
+    declared = _declared(type_name)
+    if declared is None:
+        raise Unsupported(f"{type_name} is not a USD value type population maps")
+    usd_type, is_array, array_class = declared
     ctype = column.ctype
     reader = usd_type.reader
     if ctype == _STRING_BYTES:
@@ -120,21 +123,22 @@ def usd_values(type_name: str, column: Column, resolver: Resolver) -> list[Any]:
             ]
         values = np.ascontiguousarray(column.fixed, dtype=dtype)
         if shape == () and reader == _NUMERIC:
-            return values.reshape(-1).tolist()
+            scalars: list[Any] = values.reshape(-1).tolist()
+            return scalars
         if reader == _TIMECODE:
             return [Sdf.TimeCode(v) for v in values.reshape(-1).tolist()]
         return list(array_class.FromNumpy(values.reshape(-1, *shape)))
     if reader in (_TOKEN, _STRING):
         if is_array:
             return [array_class(resolver.tokens(r)) for r in column.rows]
-        return resolver.tokens(column.fixed)  # type: ignore[arg-type]
+        return resolver.tokens(column.fixed_rows())
     if reader == _EXPRESSION:
         if is_array:
             return [
                 array_class([Sdf.PathExpression(t) for t in resolver.tokens(r)])
                 for r in column.rows
             ]
-        return [Sdf.PathExpression(t) for t in resolver.tokens(column.fixed)]  # type: ignore[arg-type]
+        return [Sdf.PathExpression(t) for t in resolver.tokens(column.fixed_rows())]
     # _ASSET: (authored, resolved) id pairs; the authored path is the opinion
     if is_array:
         return [
@@ -187,5 +191,5 @@ def metadata_value(column: Column, row: int, resolver: Resolver) -> Any:
     if ctype.is_array:
         single.rows = [column.rows[row]]
     else:
-        single.fixed = column.fixed[row : row + 1]  # type: ignore[index]
+        single.fixed = column.fixed_rows()[row : row + 1]
     return usd_values(type_name, single, resolver)[0]

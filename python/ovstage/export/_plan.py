@@ -56,6 +56,10 @@ from ._select import RESERVED, SCHEMAS, Column, StageState, prim_accepts, proper
 
 __all__ = ["AttributeBatch", "Plan", "plan"]
 
+#: What :meth:`_Planner._decide` says of one attribute of one prim: ``(destination name, USD
+#: type, custom, uniform, fallback or None)``, or None when it is not written.
+Decision = tuple[str, str, bool, bool, Any] | None
+
 TRANSFORM_OP = "xformOp:transform"
 OP_ORDER = "xformOpOrder"
 RESET_OP = "!resetXformStack!"
@@ -131,7 +135,9 @@ class _Planner:
         self.candidate_set = set(self.candidates)
         report["prims_examined"] = len(state.prims)
         report["prims_skipped"] = len(state.prims) - len(self.candidates)
-        self._decisions: dict[tuple[str, str, tuple[str, ...]], Any] = {}
+        self._decisions: dict[
+            tuple[str, str, tuple[str, ...]], tuple[Decision, dict[str, int]]
+        ] = {}
         self._consulted_destination = False
         self._path_free = not any(r.path for r in options.attribute_rules)
 
@@ -145,9 +151,7 @@ class _Planner:
                 return rule
         return None
 
-    def _decide(
-        self, name: str, path: str, column: Column
-    ) -> tuple[str, str, bool, bool, Any] | None:
+    def _decide(self, name: str, path: str, column: Column) -> Decision:
         """``(destination name, USD type, custom, uniform, fallback or None)`` of one
         attribute of one prim, or None when it is not written. Raises for a REQUIRED rule
         that cannot be met.
@@ -173,7 +177,7 @@ class _Planner:
 
     def _decide_uncached(
         self, name: str, path: str, column: Column, prim_type: str, schemas: tuple[str, ...]
-    ) -> tuple[str, str, bool, bool, Any] | None:
+    ) -> Decision:
         options = self.options
         rule = self._rule_for(name, path)
         projected = options.projection == ExportProjection.SCHEMA_DECLARED
@@ -253,7 +257,7 @@ class _Planner:
         if column.ctype.is_array:
             sub.rows = [column.rows[i] for i in indices]
         else:
-            sub.fixed = column.fixed[np.asarray(indices, dtype=np.intp)]  # type: ignore[index]
+            sub.fixed = column.fixed_rows()[np.asarray(indices, dtype=np.intp)]
         values = _inverse.usd_values(usd_type, sub, self.state.resolver)
         paths, kept = [], []
         for (_, fallback), path, value in zip(rows, sub.paths, values, strict=True):
@@ -282,7 +286,7 @@ class _Planner:
         if not rows:
             return
         sub = Column(XFORM, column.ctype, [column.paths[i] for i in rows])
-        sub.fixed = column.fixed[np.asarray(rows, dtype=np.intp)]  # type: ignore[index]
+        sub.fixed = column.fixed_rows()[np.asarray(rows, dtype=np.intp)]
         matrices = _inverse.transform_values(sub)
         reset = self._reset_flags()
         order = [
@@ -429,7 +433,7 @@ class _Planner:
                     if rule.flags & RuleFlags.REQUIRED and not self.state.changes_only:
                         raise _fail(f"prim {path}: no {semantic.name} column {source!r}")
                     continue
-                ids = column.rows[row] if column.ctype.is_array else column.fixed[row]  # type: ignore[index]
+                ids = column.rows[row] if column.ctype.is_array else column.fixed_rows()[row]
                 self.plan.spec(path)
                 self.report["property_edges_exported"] += 1
                 if is_rel:

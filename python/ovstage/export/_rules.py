@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import enum
 import fnmatch
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Any
@@ -105,38 +106,6 @@ UNKNOWN_APPLIED_API_SCHEMAS_CUSTOM_DATA_KEY = "ovpopulation:unknownAppliedAPISch
 MAX_RULES = 4096
 
 
-def _constants() -> dict[str, Any]:
-    """The 33 ``OVSTAGE_POPULATION_EXPORT_*`` module constants."""
-    out: dict[str, Any] = {}
-    prefix = "OVSTAGE_POPULATION_EXPORT_"
-    groups: list[tuple[str, type[enum.Enum]]] = [
-        ("SELECTION", ExportSelection),
-        ("LAYER_MODE", LayerMode),
-        ("DESTINATION", ExportDestinationMode),
-        ("PATH_MATCH", PathMatch),
-        ("NAME_MATCH", NameMatch),
-        ("TRANSFORM", TransformPolicy),
-        ("UNKNOWN_METADATA", UnknownMetadataPolicy),
-        ("SOURCE_API_SCHEMAS", SourceApiSchemaPolicy),
-        ("PROJECTION", ExportProjection),
-        ("RULE", RuleFlags),
-        ("PROPERTY", PropertyKind),
-        ("METADATA", MetadataKind),
-    ]
-    for group, cls in groups:
-        for member in cls.__members__.values():
-            if cls is PropertyKind and member is PropertyKind.INVALID:
-                continue  # not exported by the reference binding
-            out[f"{prefix}{group}_{member.name}"] = int(member.value)
-    out[f"{prefix}UNKNOWN_APPLIED_API_SCHEMAS_CUSTOM_DATA_KEY"] = (
-        UNKNOWN_APPLIED_API_SCHEMAS_CUSTOM_DATA_KEY
-    )
-    return out
-
-
-CONSTANTS: dict[str, Any] = _constants()
-
-
 # -- checks ------------------------------------------------------------------------------
 
 
@@ -179,12 +148,12 @@ def name_matches(pattern: str, match: NameMatch, name: str) -> bool:
     """Whether a rule's name (or glob) selects property ``name``."""
     if match == NameMatch.EXACT:
         return name == pattern
-    return _glob(pattern)(name)
+    return _glob(pattern)(name) is not None
 
 
 @cache
-def _glob(pattern: str) -> Any:
-    return __import__("re").compile(fnmatch.translate(pattern)).match
+def _glob(pattern: str) -> Callable[[str], re.Match[str] | None]:
+    return re.compile(fnmatch.translate(pattern)).match
 
 
 # -- rules -------------------------------------------------------------------------------

@@ -91,4 +91,4 @@ def is_known_api(schema: str) -> bool:
         return False
     if not Usd.SchemaRegistry.IsAppliedAPISchema(family):
         return False
-    return bool(instance) == Usd.SchemaRegistry.IsMultipleApplyAPISchema(family)
+    return bool(instance) == bool(Usd.SchemaRegistry.IsMultipleApplyAPISchema(family))

@@ -75,6 +75,12 @@ class Column:
     deleted: list[str] = field(default_factory=list)
     _index: dict[str, int] | None = None
 
+    def fixed_rows(self) -> np.ndarray:
+        """``fixed``, for a column known to be a fixed one with rows."""
+        if self.fixed is None:
+            raise ValueError(f"column {self.name} has no fixed-size rows")
+        return self.fixed
+
     def index(self) -> dict[str, int]:
         """Prim path -> row."""
         if self._index is None:
@@ -144,7 +150,7 @@ class StageState:
         row = column.index().get(path)
         if row is None:
             return ()
-        value = column.rows[row] if column.ctype.is_array else column.fixed[row]  # type: ignore[index]
+        value = column.rows[row] if column.ctype.is_array else column.fixed_rows()[row]
         return tuple(t for t in self.resolver.tokens(value) if t)
 
     def info(self, path: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:

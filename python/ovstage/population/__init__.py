@@ -61,7 +61,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_TIME",
     "Desc",
-    "ExportDestination",
     "Operation",
     "PopulationDomain",
     "PrimPredicate",
@@ -77,11 +76,6 @@ __all__ = [
     "apply_usd_changes_async",
     "available",
     "descs_available",
-    "export_available",
-    "export_to_usd_file",
-    "export_to_usd_file_async",
-    "export_typed_hierarchy_to_usd_file",
-    "export_typed_hierarchy_to_usd_file_async",
     "is_default_time",
     "last_error",
     "open_usd",
@@ -726,14 +720,7 @@ def register_usd_schemas(paths: str | bytes | os.PathLike[str] | Iterable[Any]) 
 # -- export: implemented in ovstage.export, named here as the reference does -------------
 
 from .. import export as _export  # noqa: E402
-from ..export import (  # noqa: E402
-    ExportDestination,
-    export_available,
-    export_to_usd_file,
-    export_to_usd_file_async,
-    export_typed_hierarchy_to_usd_file,
-    export_typed_hierarchy_to_usd_file_async,
-)
+from ..export import *  # noqa: E402, F403 (every public name of ovstage.export)
+from ..export._constants import *  # noqa: E402, F403 (again: mypy misses them above)
 
-globals().update({name: getattr(_export, name) for name in _export.__all__})
-__all__ += [name for name in _export.__all__ if name not in __all__]
+__all__ += _export.__all__
