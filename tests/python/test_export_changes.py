@@ -66,7 +66,11 @@ def _heat(stage: ovstage.Stage, path: str, value: float, ordinal: int) -> None:
 
 
 def _move(
-    stage: ovstage.Stage, path: str, offset: tuple[float, float, float], ordinal: int
+    stage: ovstage.Stage,
+    path: str,
+    offset: tuple[float, float, float],
+    ordinal: int,
+    name: str = "omni:xform",
 ) -> None:
     matrix = np.eye(4)
     matrix[3, :3] = offset
@@ -75,7 +79,7 @@ def _move(
         [path],
         lambda q: stage.write_attribute(
             q,
-            "omni:xform",
+            name,
             ordinal,
             matrix.reshape(1, 16),
             is_array=False,
@@ -107,6 +111,48 @@ def test_only_properties_changed_in_the_interval_are_exported(stage) -> None:
         stage, empty, 2, since_ordinal=2, selection=CHANGES, attribute_rules=HEAT
     )
     assert empty.empty
+
+
+RESET_SCENE = """#usda 1.0
+def Xform "World"
+{
+    def Xform "A"
+    {
+        uniform token[] xformOpOrder = ["!resetXformStack!"]
+    }
+    def Xform "B"
+    {
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("name", ["omni:xform", "omni:fabric:localMatrix"])
+def test_a_transform_written_under_either_name_is_exported(stage, name: str) -> None:
+    """The stage keeps the transform under its storage name and discovery reports that name:
+    a write under the public name or the storage name is the one transform column, and a
+    change export of it keeps the prim's reset of the transform stack, unchanged since."""
+    pop.open_usd_from_string(stage, RESET_SCENE, 1)
+    stage.advance_write_floor(1).wait()
+    _move(stage, "/World/A", (1, 2, 3), 2, name)
+    _move(stage, "/World/B", (4, 5, 6), 2, name)
+    stage.advance_write_floor(2).wait()
+    full = Sdf.Layer.CreateAnonymous("full.usda")
+    pop.export_to_usd_layer(stage, full, 2)
+    changes = Sdf.Layer.CreateAnonymous("changes.usda")
+    report = pop.export_to_usd_layer(stage, changes, 2, since_ordinal=1, selection=CHANGES)
+    assert report["transforms_exported"] == 2
+    for layer in (full, changes):
+        for path, offset in (("/World/A", (1, 2, 3)), ("/World/B", (4, 5, 6))):
+            matrix = layer.GetAttributeAtPath(f"{path}.xformOp:transform").default
+            assert matrix == Gf.Matrix4d().SetTranslate(offset), (layer, path)
+            # the storage name is never written as an attribute of its own
+            assert not layer.GetAttributeAtPath(f"{path}.omni:fabric:localMatrix")
+        order = layer.GetAttributeAtPath("/World/A.xformOpOrder").default
+        assert list(order) == ["!resetXformStack!", "xformOp:transform"], layer
+        assert list(layer.GetAttributeAtPath("/World/B.xformOpOrder").default) == [
+            "xformOp:transform"
+        ]
 
 
 def test_a_destination_follows_sparse_writes_and_deletes(stage, tmp_path: Path) -> None:

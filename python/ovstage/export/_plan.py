@@ -304,9 +304,9 @@ class _Planner:
         self.report["transforms_exported"] += len(rows)
 
     def _reset_flags(self) -> dict[str, bool]:
-        column = self.state.columns.get(RESET_XFORM_STACK) or self.state.reserved.get(
-            RESET_XFORM_STACK
-        )
+        # A change export read the flag at the ordinal on every changed prim (reserved):
+        # the changed column alone misses the prims whose flag did not change.
+        column = self.state.reserved_column(RESET_XFORM_STACK)
         if column is None or column.fixed is None:
             return {}
         flags = np.asarray(column.fixed).reshape(-1).astype(bool).tolist()

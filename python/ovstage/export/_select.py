@@ -33,7 +33,7 @@ from .._pathdict import PathDictionary
 from .._placement import Placement
 from .._stage import OrdinalRange
 from ..population._descs import PrimPredicateKind, PropertyPredicateKind
-from ..population._mapping import ColumnType
+from ..population._mapping import RESET_XFORM_STACK, ColumnType
 from ._rules import ExportOptions, ExportSelection
 
 if TYPE_CHECKING:
@@ -319,8 +319,9 @@ def read_state(
             if known is not None:
                 deleted = _deletions(stage, reader, changed, known, names, between)
         prims = sorted({p for c in changed.values() for p in c.paths})
-        # The reserved names (types, schemas) the predicates need, of the changed prims only.
-        reserved_names = [n for n in names if n in RESERVED]
+        # The reserved names (types, schemas) the predicates need, and the reset of the
+        # transform stack a changed transform is written with, of the changed prims only.
+        reserved_names = [n for n in names if n in RESERVED or public_name(n) in _AT_ORDINAL]
         reserved = _read_on(stage, reader, prims, reserved_names, OrdinalRange.latest(ordinal))
         return StageState(ordinal, prims, changed, resolver, reserved, deleted, True)
     finally:
@@ -413,6 +414,10 @@ class KnownOpinions:
             self._interned.update(new)
         return self._ids
 
+
+#: Columns a change export reads at the ordinal on the changed prims besides the reserved
+#: names (their value may be older than the interval).
+_AT_ORDINAL = frozenset({RESET_XFORM_STACK})
 
 #: Names export writes itself (from omni:xform): never stage columns.
 _DERIVED_NAMES = frozenset({"xformOp:transform", "xformOpOrder"})
