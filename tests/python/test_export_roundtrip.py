@@ -374,6 +374,66 @@ def Xform "World" (
     assert dict(layer.customLayerData) == {"creator": "tests"}
 
 
+REFERENCES_SCENE = """#usda 1.0
+def Xform "World"
+{
+    def Xform "Proto"
+    {
+    }
+    def Xform "Crate" (
+        customData = {
+            string[] refs = ["@./crate.usda@</Crate>", "</World/Proto>"]
+            string one = "@./lid.usda@"
+            string bad = "@./oops.usda@<not a path>"
+            int number = 3
+        }
+    )
+    {
+    }
+}
+"""
+
+
+def test_references_metadata_rules(stage) -> None:
+    descs = [
+        pop.Desc(
+            pop.PopulationDomain.RENDERING,
+            [pop.Selector(pop.PrimPredicate.all(), prim_metadata_paths=["customData"])],
+        )
+    ]
+    pop.open_usd_from_string_with_desc(stage, REFERENCES_SCENE, 1, pop.DEFAULT_TIME, descs)
+    stage.advance_write_floor(1).wait()
+    kind = pop.OVSTAGE_POPULATION_EXPORT_METADATA_REFERENCES
+    rules = [
+        {"source_metadata_name": "customData:refs", "metadata_kind": kind},
+        {"source_metadata_name": "customData:one", "metadata_kind": kind},
+        {"source_metadata_name": "customData:bad", "metadata_kind": kind},
+        {"source_metadata_name": "customData:number", "metadata_kind": kind},
+    ]
+    layer = Sdf.Layer.CreateAnonymous("refs.usda")
+    report = pop.export_to_usd_layer(stage, layer, 1, metadata_rules=rules)
+    crate = layer.GetPrimAtPath("/World/Crate")
+    assert list(crate.referenceList.prependedItems) == [
+        Sdf.Reference("./crate.usda", "/Crate"),
+        Sdf.Reference("", "/World/Proto"),
+        Sdf.Reference("./lid.usda"),
+    ]
+    # four rules over three prims: two values written, two that name no reference, and the
+    # prims without the cells (World, Proto) skipped
+    assert report["metadata_examined"] == 12, report
+    assert report["metadata_exported"] == 2, report
+    assert report["metadata_unsupported"] == 2, report
+    assert report["metadata_skipped"] == 8, report
+    assert not layer.GetPrimAtPath("/World/Proto").referenceList.prependedItems
+    # the internal reference composes: the crate gets Proto's (empty) contents, no errors
+    assert Usd.Stage.Open(layer).GetPrimAtPath("/World/Crate").HasAuthoredReferences()
+    required = [dict(rules[2], flags=pop.OVSTAGE_POPULATION_EXPORT_RULE_REQUIRED)]
+    untouched = Sdf.Layer.CreateAnonymous("required.usda")
+    with pytest.raises(ovstage.OvstageError, match="not an absolute prim path"):
+        pop.export_to_usd_layer(stage, untouched, 1, metadata_rules=required)
+    assert untouched.empty
+
+
 def test_layer_and_stage_exports_edit_in_place(stage, tmp_path: Path) -> None:
     _populated(stage)
     path = tmp_path / "target.usda"

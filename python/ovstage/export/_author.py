@@ -131,6 +131,8 @@ def author(layer: Any, plan: Plan) -> None:
                 top = dict(prim.GetInfo(parts[0])) if prim.HasInfo(parts[0]) else {}
                 _set_nested(top, parts[1:], value)
                 prim.SetInfo(parts[0], top)
+        for path, refs in plan.references.items():
+            specs.get(path).referenceList.prependedItems = refs
         for path, entries in plan.custom_data.items():
             prim = specs.get(path)
             data = dict(prim.customData)

@@ -21,7 +21,7 @@ from ..population import _mapping as mapping
 from ..population._usd import Sdf, Vt
 from ._select import Column, Resolver
 
-__all__ = ["Unsupported", "compatible", "inferred_type_name", "usd_values"]
+__all__ = ["Unsupported", "compatible", "inferred_type_name", "references", "usd_values"]
 
 _NUMERIC, _QUAT, _MATRIX, _TIMECODE, _TOKEN, _STRING, _ASSET, _EXPRESSION = range(8)
 
@@ -193,3 +193,40 @@ def metadata_value(column: Column, row: int, resolver: Resolver) -> Any:
     else:
         single.fixed = column.fixed_rows()[row : row + 1]
     return usd_values(type_name, single, resolver)[0]
+
+
+def references(value: Any) -> list[Any]:
+    """The ``Sdf.Reference`` list a REFERENCES metadata cell names (docs/export.md, "Metadata").
+
+    The cell holds one reference or an array of them, each a string, token or asset path in
+    USD's own spelling: ``@asset@``, ``@asset@</Prim>``, or ``</Prim>`` for a reference inside
+    the layer (a bare ``asset`` or ``asset</Prim>`` is read as if it were quoted). Anything else
+    (a number, an empty string, a prim path that is not absolute) raises Unsupported."""
+    if isinstance(value, str | Sdf.AssetPath):
+        items: list[Any] = [value]
+    elif isinstance(value, Vt.StringArray | Vt.TokenArray | Sdf.AssetPathArray | list):
+        items = list(value)
+    else:
+        raise Unsupported(f"a {type(value).__name__} value names no references")
+    return [_reference(item) for item in items]
+
+
+def _reference(item: Any) -> Any:
+    text = item.path if isinstance(item, Sdf.AssetPath) else item
+    if not isinstance(text, str):
+        raise Unsupported(f"a {type(text).__name__} value names no reference")
+    asset, prim = text, ""
+    if asset.endswith(">") and "<" in asset:
+        asset, _, prim = asset[:-1].rpartition("<")
+    if len(asset) >= 2 and asset[0] == "@" and asset[-1] == "@":
+        asset = asset[1:-1]
+    if "@" in asset or "<" in asset or ">" in asset:
+        raise Unsupported(f"{text!r} is not a reference (@asset@ or @asset@</Prim>)")
+    if not asset and not prim:
+        raise Unsupported(f"{text!r} names neither an asset nor a prim")
+    prim_path = Sdf.Path(prim) if prim else Sdf.Path()
+    if prim and not (
+        Sdf.Path.IsValidPathString(prim) and prim_path.IsAbsolutePath() and prim_path.IsPrimPath()
+    ):
+        raise Unsupported(f"{text!r}: {prim!r} is not an absolute prim path")
+    return Sdf.Reference(asset, prim_path)

@@ -89,6 +89,7 @@ class Plan:
     api_schemas: dict[str, list[str]] = field(default_factory=dict)
     custom_data: dict[str, dict[str, Any]] = field(default_factory=dict)
     prim_metadata: list[tuple[str, list[str], Any]] = field(default_factory=list)
+    references: dict[str, list[Any]] = field(default_factory=dict)  # path -> Sdf.Reference
     layer_custom_data: list[tuple[list[str], Any]] = field(default_factory=list)
     layer_metadata: list[tuple[str, Any]] = field(default_factory=list)
     removed_properties: list[tuple[str, str]] = field(default_factory=list)
@@ -486,12 +487,7 @@ class _Planner:
             column = self.state.columns.get(source)
             index = column.index() if column is not None and column.paths else {}
             if rule.metadata_kind == MetadataKind.REFERENCES:
-                self.report["metadata_examined"] += 1
-                self.report["metadata_unsupported"] += 1
-                if rule.flags & RuleFlags.REQUIRED:
-                    raise OvstageError(
-                        ErrorCode.NOT_SUPPORTED, "metadata kind REFERENCES is not exported yet"
-                    )
+                self._references(rule, column, index)
                 continue
             if rule.metadata_kind in (MetadataKind.LAYER_CUSTOM_DATA, MetadataKind.LAYER_STANDARD):
                 self._layer_metadata(rule, column, index, parts, layer_fields)
@@ -511,6 +507,31 @@ class _Planner:
                     continue
                 self.plan.spec(path)
                 self.report["metadata_exported"] += 1
+
+    def _references(self, rule: Any, column: Column | None, index: dict[str, int]) -> None:
+        """A REFERENCES rule: each selected prim with a value gets the references it names,
+        prepended (several rules on one prim add up, in rule order)."""
+        for path in self.candidates:
+            if not path_matches(rule.path, rule.path_match, path):
+                continue
+            self.report["metadata_examined"] += 1
+            row = index.get(path)
+            if row is None or column is None:
+                self.report["metadata_skipped"] += 1
+                continue
+            try:
+                refs = _inverse.references(
+                    _inverse.metadata_value(column, row, self.state.resolver)
+                )
+            except _inverse.Unsupported as exc:
+                self.report["metadata_unsupported"] += 1
+                if rule.flags & RuleFlags.REQUIRED:
+                    raise _fail(f"prim {path}: {column.name}: {exc}") from None
+                continue
+            known = self.plan.references.setdefault(path, [])
+            known += [r for r in refs if r not in known]
+            self.plan.spec(path)
+            self.report["metadata_exported"] += 1
 
     def _unknown_metadata(self, path: str, dest: str, value: Any) -> bool:
         """Apply the unknown-metadata policy; whether something was kept."""
