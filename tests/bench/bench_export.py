@@ -123,10 +123,25 @@ def usd_core_update(layer: Any, paths: list[str], columns: dict[str, np.ndarray]
 
 
 def timed(run: Any, *args: Any, **kwargs: Any) -> float:
+    return timed_report(run, *args, **kwargs)[0]
+
+
+def timed_report(run: Any, *args: Any, **kwargs: Any) -> tuple[float, Any]:
     gc.collect()
     start = time.perf_counter()
-    run(*args, **kwargs)
-    return time.perf_counter() - start
+    result = run(*args, **kwargs)
+    return time.perf_counter() - start, result
+
+
+def check_report(label: str, report: dict[str, int], prims: int, attributes: int) -> None:
+    """The export measured did the baseline's work: every transform and custom value (a
+    figure of an export that silently wrote less would mean nothing)."""
+    got = (report["transforms_exported"], report["attributes_exported"])
+    if got != (prims, attributes):
+        raise SystemExit(
+            f"bench_export: the {label} export wrote {got[0]} transforms and {got[1]} "
+            f"attributes, not {prims} and {attributes}"
+        )
 
 
 def bench(prims: int, repeats: int) -> None:
@@ -158,22 +173,24 @@ def bench(prims: int, repeats: int) -> None:
                 usd_change.append(timed(usd_core_update, baseline, changed, update))
                 del baseline
                 ours = Sdf.Layer.CreateAnonymous("ours.usda")
-                ours_full.append(
-                    timed(population.export_to_usd_layer, stage, ours, 2, attribute_rules=RULES)
+                elapsed, report = timed_report(
+                    population.export_to_usd_layer, stage, ours, 2, attribute_rules=RULES
                 )
+                check_report("full", report, prims, 2 * prims)
+                ours_full.append(elapsed)
                 del ours
                 out = Path(tmp) / f"dest{r}.usda"
                 with population.create_export_destination(stage, out) as destination:
                     destination.export(2, attribute_rules=RULES)
-                    ours_change.append(
-                        timed(
-                            destination.export,
-                            2,
-                            since_ordinal=1,
-                            selection=CHANGED,
-                            attribute_rules=RULES,
-                        )
+                    elapsed, report = timed_report(
+                        destination.export,
+                        2,
+                        since_ordinal=1,
+                        selection=CHANGED,
+                        attribute_rules=RULES,
                     )
+                    check_report("change-only", report, len(changed), len(changed))
+                    ours_change.append(elapsed)
                 gc.collect()
     finally:
         stage.destroy()
