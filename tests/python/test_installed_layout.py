@@ -81,3 +81,18 @@ def test_a_source_build_says_it_has_no_c_files(find: object) -> None:
     with pytest.raises(FileNotFoundError, match=r"is not in this install of ovstage-go") as info:
         find()
     assert str(PACKAGE) in str(info.value)
+
+
+def test_pyproject_lists_every_package_of_the_source_tree() -> None:
+    """pyproject.toml names the packages a wheel holds (no discovery): every directory of
+    python/ovstage with an ``__init__.py`` must be one of them, or the wheel lacks it."""
+    text = (REPO / "pyproject.toml").read_text()
+    line = re.search(r"^packages = \[(.*)\]$", text, re.MULTILINE)
+    assert line is not None, "pyproject.toml has no one-line packages list"
+    listed = set(re.findall(r'"([\w.]+)"', line.group(1)))
+    source = REPO / "python"
+    found = {
+        ".".join(p.parent.relative_to(source).parts)
+        for p in (source / "ovstage").rglob("__init__.py")
+    }
+    assert found - listed == set()
