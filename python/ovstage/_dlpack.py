@@ -64,7 +64,9 @@ class _CEnum:
 
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()
-        cls._names = {v: k for k, v in vars(cls).items() if k.startswith("kDL") and type(v) is int}
+        cls._names = {
+            v: k for k, v in vars(cls).items() if k.startswith("kDL") and type(v) is int
+        }
 
     @classmethod
     def name_of(cls, value: int) -> str | None:
