@@ -35,20 +35,20 @@ STUB = "pybind.pyi"  # written by _facade_stub from the generated pybind.py
 # keeps it out of `./...` patterns (go vet/test), /build/ keeps it out of git.
 GOPY_OUT = os.path.join(ROOT, "build", "_gopy")
 TOOLS = ("github.com/go-python/gopy", "golang.org/x/tools/cmd/goimports")
-# Facade functions that never block (they enqueue, poll with a zero timeout, or free what they
-# are handed) and return within microseconds: they keep the GIL instead of gopy's release and
-# reacquire around every call. The release costs more than such a call's work, and with several
-# Python threads each release hands the GIL to another thread and waits to get it back (see
-# pybind/API.md, "The GIL"). Anything that can wait (a timeout, a CUDA sync) must not be here.
+# Facade functions that never block (they enqueue, poll with a zero timeout, export a view or
+# free what they are handed) and return within microseconds: they keep the GIL instead of
+# gopy's release and reacquire around every call. The release costs more than such a call's
+# work, and with several Python threads each release hands the GIL to another thread and waits
+# to get it back (see pybind/API.md, "The GIL"). Anything that can wait (a timeout, a CUDA
+# sync) or copy a whole column must not be here.
 GIL_HELD = (
     "WriteNumpy",
     "WaitReleaseOp",
-    "AdvanceWriteFloorAll",
     "ReadAttributesTo",
     "FetchReadNextNow",
     "ReleaseReadNow",
     "ReleaseGroup",
-    "ExportGroupTensor",
+    "ExportGroupView",
     "ManagedToCapsulePointer",
     "ManagedFree",
 )
