@@ -40,11 +40,11 @@ TOOLS = ("github.com/go-python/gopy", "golang.org/x/tools/cmd/goimports")
 # gopy's release and reacquire around every call. The release costs more than such a call's
 # work, and with several Python threads each release hands the GIL to another thread and waits
 # to get it back (see pybind/API.md, "The GIL"). Anything that can wait (a timeout, a CUDA
-# sync) or copy a whole column must not be here.
+# sync) or copy a whole column must not be here, and a read's enqueue (ReadAttributesTo) stays
+# out on purpose: other threads get the GIL at least once per read.
 GIL_HELD = (
     "WriteNumpy",
     "WaitReleaseOp",
-    "ReadAttributesTo",
     "FetchReadNextNow",
     "ReleaseReadNow",
     "ReleaseGroup",

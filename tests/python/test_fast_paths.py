@@ -92,8 +92,8 @@ def test_the_hot_paths_keep_the_gil_and_waits_release_it(
     stage: ovstage.Stage, make_query: MakeQuery
 ) -> None:
     """The hot paths' native calls keep the GIL (setup.py GIL_HELD, pybind/API.md "The GIL"):
-    a thread waiting for it makes no progress across writes, waits and reads that take them,
-    while a wait that blocks lets it run. The switch interval is made so long that the GIL
+    a thread waiting for it makes no progress across writes, waits and a read's fetch, export
+    and release, while a wait that blocks lets it run. The switch interval is made so long that the GIL
     changes hands only where a thread gives it up."""
     query = make_query(PRIMS)
     values = np.arange(3, dtype=np.float32)
@@ -119,12 +119,17 @@ def test_the_hot_paths_keep_the_gil_and_waits_release_it(
         before = count[0]
         for ordinal in range(2, 202):
             stage.write_attribute(query, "g", ordinal, values, is_array=False).wait()
+        assert count[0] == before, "a write or its wait gave up the GIL"
+        for _ in range(200):
+            # The read's enqueue gives the GIL up (once per read, on purpose); its fetch,
+            # export and releases do not.
             with stage.read_attributes(query, ["g"], OrdinalRange.latest(1)) as rd:
+                before = count[0]
                 for group in rd.groups():
                     with group:
                         view = np.from_dlpack(group.dlpack(0))
                         assert view.tolist() == values.tolist()
-        assert count[0] == before, "a hot-path call gave up the GIL"
+            assert count[0] == before, "a read's fetch, export or release gave up the GIL"
         time.sleep(0.01)  # a blocking call: the spinning thread runs meanwhile
         assert count[0] > before
     finally:
