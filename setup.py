@@ -35,6 +35,27 @@ STUB = "pybind.pyi"  # written by _facade_stub from the generated pybind.py
 # keeps it out of `./...` patterns (go vet/test), /build/ keeps it out of git.
 GOPY_OUT = os.path.join(ROOT, "build", "_gopy")
 TOOLS = ("github.com/go-python/gopy", "golang.org/x/tools/cmd/goimports")
+# Facade functions that never block (they enqueue, poll with a zero timeout, export a view or
+# free what they are handed) and return within microseconds: they keep the GIL instead of
+# gopy's release and reacquire around every call. The release costs more than such a call's
+# work, and with several Python threads each release hands the GIL to another thread and waits
+# to get it back (see pybind/API.md, "The GIL"). Anything that can wait (a timeout, a CUDA
+# sync) or copy a whole column must not be here, and a read's enqueue (ReadAttributesTo) stays
+# out on purpose: other threads get the GIL at least once per read.
+GIL_HELD = (
+    "WriteNumpy",
+    "WaitReleaseOp",
+    "FetchReadNextNow",
+    "ReleaseReadNow",
+    "ReleaseGroup",
+    "ExportGroupView",
+    "ManagedToCapsulePointer",
+    "ManagedFree",
+)
+_GIL_SAVE = re.compile(r"^[ \t]*_saved_thread := C\.PyEval_SaveThread\(\)\n", re.MULTILINE)
+_GIL_RESTORE = re.compile(
+    r"^[ \t]*(defer )?C\.PyEval_RestoreThread\(_saved_thread\)\n", re.MULTILINE
+)
 
 # setuptools requires listed package directories to exist; ovstage/_native is generated.
 os.makedirs(os.path.join(ROOT, "python", "ovstage", "_native"), exist_ok=True)
@@ -48,10 +69,10 @@ def _go_module_path():
     return m.group(1)
 
 
-def _run(cmd, env, what):
+def _run(cmd, env, what, cwd=ROOT):
     print("ovstage build: " + " ".join(cmd), flush=True)
     proc = subprocess.run(
-        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     if proc.returncode != 0:
         raise RuntimeError(
@@ -104,6 +125,44 @@ def _facade_stub(source):
             args.append(f"{arg}: {_py_type(name, go_type)}")
         lines.append(f"def {name}({', '.join(args)}) -> {_py_type(name, result)}: ...")
     return "\n".join(lines) + "\n"
+
+
+def _keep_gil(source, names):
+    """gopy's native.go with the GIL release and reacquire removed from the wrappers of
+    ``names`` (GIL_HELD); raises if one of them is not found exactly once as gopy writes it."""
+    for name in names:
+        head = re.search(r"^func pybind_" + name + r"\(.*\{\n", source, re.MULTILINE)
+        end = source.find("\n}\n", head.end()) if head else -1
+        body = source[head.end() : end] if end >= 0 else ""
+        if len(_GIL_SAVE.findall(body)) != 1 or len(_GIL_RESTORE.findall(body)) != 1:
+            raise RuntimeError(
+                f"ovstage build: gopy's wrapper of {name} (GIL_HELD) does not release and "
+                "reacquire the GIL as expected: update _keep_gil for this gopy version"
+            )
+        body = _GIL_RESTORE.sub("", _GIL_SAVE.sub("", body))
+        source = source[: head.end()] + body + source[end:]
+    return source
+
+
+def _relink(out, env, lib):
+    """Rebuilds the extension after native.go changed, with gopy's final `go build` command
+    and cgo flags (printed in its output ``out``) and its symbol map (a temp file gopy
+    deleted: written again)."""
+    flags = dict(re.findall(r"^(CGO_CFLAGS|CGO_LDFLAGS)=(.*)$", out, re.MULTILINE))
+    builds = [line.split() for line in out.splitlines() if line.startswith("go build ")]
+    if len(flags) != 2 or not builds or builds[-1][-3:] != ["-o", os.path.basename(lib), "."]:
+        raise RuntimeError(f"ovstage build: cannot read gopy's final go build in:\n{out}")
+    cmd = builds[-1]
+    with tempfile.NamedTemporaryFile("w", suffix=".map", delete=False) as f:
+        f.write("{ global: PyInit__" + GOPY_NAME + "; local: *; };\n")
+    try:
+        script = re.compile(r"(--version-script=)\S+")
+        if not any(script.search(arg) for arg in cmd):
+            raise RuntimeError(f"ovstage build: gopy's go build has no symbol map: {cmd}")
+        cmd = [script.sub(lambda m: m.group(1) + f.name, arg) for arg in cmd]
+        _run(cmd, {**env, **flags}, "go build (GIL_HELD wrappers)", cwd=GOPY_OUT)
+    finally:
+        os.unlink(f.name)
 
 
 class GopyBuildExt(build_ext):
@@ -160,6 +219,14 @@ class GopyBuildExt(build_ext):
                 "ovstage build: gopy did not produce the expected files in "
                 f"{GOPY_OUT} (extensions: {libs}, missing: {missing}); gopy output:\n{out}"
             )
+
+        # (3b) the GIL_HELD wrappers keep the GIL: patch gopy's Go and relink
+        native_go = os.path.join(GOPY_OUT, GOPY_NAME + ".go")
+        with open(native_go, encoding="utf-8") as f:
+            source = f.read()
+        with open(native_go, "w", encoding="utf-8") as f:
+            f.write(_keep_gil(source, GIL_HELD))
+        _relink(out, env, libs[0])
 
         # (4) extension + generated Python into ovstage/_native (in build_lib)
         dest = self.get_ext_fullpath(ext.name)

@@ -168,3 +168,36 @@ func BenchmarkStep1000Prims(b *testing.B) {
 		readOnce(b, f, f.query, ordinal)
 	}
 }
+
+// benchIsaacStep is bench_step.py's Isaac-style step in Go: a write of an (n, 4, 4) float32
+// MATRIX column, wait, seal, and a latest read of it, on a stage with a history window of
+// window ordinals (docs/architecture.md).
+func benchIsaacStep(b *testing.B, n int, window uint64) {
+	paths := make([]string, n)
+	for i := range paths {
+		paths[i] = fmt.Sprintf("/isaac/p%d", i)
+	}
+	f := newFixtureConfig(b, Config{History: &History{Ordinals: window}}, paths...)
+	vals := make([]float32, n*16)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(vals) * 4))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ordinal := uint64(i + 1)
+		op, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrToken: f.attr, Ordinal: ordinal,
+			Tensors: []tensor.Tensor{f32Tensor(vals, int64(n), 4, 4)}, Semantic: SemanticMatrix})
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.wait(op)
+		f.seal(ordinal)
+		readOnce(b, f, f.query, ordinal)
+	}
+}
+
+// BenchmarkIsaacStep*: bench_step.py's Isaac step sizes, with the default window of 16
+// ordinals and with none.
+func BenchmarkIsaacStep4096(b *testing.B)         { benchIsaacStep(b, 4096, DefaultHistoryOrdinals) }
+func BenchmarkIsaacStep65536(b *testing.B)        { benchIsaacStep(b, 65536, DefaultHistoryOrdinals) }
+func BenchmarkIsaacStep4096Window0(b *testing.B)  { benchIsaacStep(b, 4096, 0) }
+func BenchmarkIsaacStep65536Window0(b *testing.B) { benchIsaacStep(b, 65536, 0) }

@@ -32,6 +32,13 @@ func ExportGroupTensor(stageID, group uint64, index int, readonly bool) (uintptr
 	})
 }
 
+// ExportGroupView is ExportGroupTensor's read-only export (the fast path of ReadGroup.dlpack): a
+// view that copies nothing, so its wrapper keeps the GIL (setup.py GIL_HELD; API.md, "The
+// GIL"), which a writable export, a private copy of the whole tensor, does not.
+func ExportGroupView(stageID, group uint64, index int) (uintptr, error) {
+	return ExportGroupTensor(stageID, group, index, true)
+}
+
 // ManagedToCapsulePointer makes a fresh managed tensor (versioned or legacy) sharing the storage
 // of an export, for exactly one capsule.
 func ManagedToCapsulePointer(addr uintptr, versioned bool) (uintptr, error) {

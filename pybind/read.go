@@ -43,6 +43,10 @@ func FetchReadNext(stageID, read, timeoutNs uint64) (uintptr, error) {
 	})
 }
 
+// FetchReadNextNow is FetchReadNext with no wait (the fast path's fetch of a complete read): it
+// never blocks, so its wrapper keeps the GIL (setup.py GIL_HELD; API.md, "The GIL").
+func FetchReadNextNow(stageID, read uint64) (uintptr, error) { return FetchReadNext(stageID, read, 0) }
+
 // ReleaseGroup releases a fetched group.
 func ReleaseGroup(stageID, group uint64) (bool, error) {
 	return withStage(stageID, func(s *core.Stage) (bool, error) { return true, s.ReleaseGroup(group) })

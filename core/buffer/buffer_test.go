@@ -3,6 +3,7 @@ package buffer
 import (
 	"bytes"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -130,5 +131,24 @@ func TestAllocErrorSaysOutOfMemory(t *testing.T) {
 	}
 	if _, err := New(-1); err == nil {
 		t.Fatal("a negative size must be refused")
+	}
+}
+
+// Copy streams large copies into aligned memory (buffer.c, stream_copy) and uses memcpy
+// otherwise: every size, tail and alignment copies exactly the source bytes, and nothing past
+// the destination's end.
+func TestCopyIsExactForEverySizeAndAlignment(t *testing.T) {
+	const streamMin = 1 << 20
+	src := make([]byte, 2*streamMin+200)
+	for i := range src {
+		src[i] = byte(i*7 + i>>8)
+	}
+	for _, n := range []int{1, 63, 4096, streamMin - 1, streamMin, streamMin + 1, streamMin + 63, 2*streamMin + 100} {
+		for _, offset := range []int{0, 1, 16} {
+			dst := make([]byte, n+offset+64)
+			Copy(unsafe.Pointer(&dst[offset]), unsafe.Pointer(&src[3]), n)
+			require.Equal(t, src[3:3+n], dst[offset:offset+n], "n=%d offset=%d", n, offset)
+			require.Equal(t, make([]byte, 64), dst[offset+n:], "n=%d offset=%d: bytes past the end", n, offset)
+		}
 	}
 }

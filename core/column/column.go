@@ -314,9 +314,12 @@ func (c *Column) pruneRecords(floor uint64) {
 	for _, rec := range c.records[:n] {
 		c.dropped.drop(rec, c.rows.len())
 	}
-	kept := copy(c.records, c.records[n:])
-	clear(c.records[kept:])
-	c.records = c.records[:kept]
+	// Drop the prefix by slicing, not by moving the kept records down: a column at its budget
+	// drops one record per seal, and the move copied the whole budget every time (with GC
+	// write barriers for their rows). append reallocates once the backing array's tail is
+	// used up, which copies only the kept records, once per many seals.
+	clear(c.records[:n])
+	c.records = c.records[n:]
 }
 
 // Seal folds every pending delta at or below floor, in (ordinal, seq) order.

@@ -1153,6 +1153,10 @@ def _wants_versioned(max_version: object) -> bool:
     (any minor). Without one, or for another major version, the legacy capsule is exported."""
     if max_version is None:
         return False
+    if type(max_version) is tuple and len(max_version) == 2:  # what consumers pass
+        major, minor = max_version
+        if major.__class__ is int and minor.__class__ is int:
+            return bool(major == DLPACK_MAJOR_VERSION)
     try:
         major = operator.index(max_version[0])  # type: ignore[index]
         operator.index(max_version[1])  # type: ignore[index]

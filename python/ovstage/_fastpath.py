@@ -60,7 +60,7 @@ _raw = native._native
 _write_numpy = _raw.pybind_WriteNumpy
 _write_numpy_batch = _raw.pybind_WriteNumpyBatch
 _read_attributes_to = _raw.pybind_ReadAttributesTo
-_fetch_read_next = _raw.pybind_FetchReadNext
+_fetch_read_next = _raw.pybind_FetchReadNextNow
 _release_read_now = _raw.pybind_ReleaseReadNow
 _advance_write_floor_all = _raw.pybind_AdvanceWriteFloorAll
 
@@ -346,7 +346,7 @@ def fetch_read(stage: Stage, rd: Read) -> int | None:
     if left == 0:
         return 0
     try:
-        addr: int = _fetch_read_next(stage._id, rd.handle, 0)
+        addr: int = _fetch_read_next(stage._id, rd.handle)
     except RuntimeError:
         return None
     if left > 0:

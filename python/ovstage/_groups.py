@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["AttributeMeta", "MapGroup", "MapGroupRaw", "ReadGroup", "ReadGroupRaw"]
 
 # The native calls of the read-group fast paths (ReadGroup.dlpack, ReadGroup.release).
-_export_group_tensor = native._native.pybind_ExportGroupTensor
+_export_group_view = native._native.pybind_ExportGroupView
 _release_group = native._native.pybind_ReleaseGroup
 
 
@@ -271,7 +271,7 @@ class ReadGroup(_GroupBase):
             raw = self.raw  # the read-only export of a tensor in range: one native call
             if 0 <= i < raw.data.tensor_count:
                 try:
-                    addr = _export_group_tensor(stage._id, raw.read_group_id, i, True)
+                    addr = _export_group_view(stage._id, raw.read_group_id, i)
                 except RuntimeError:
                     pass  # the general path below reports it
                 else:

@@ -3,6 +3,10 @@ the general paths answer, including when both are used on one handle."""
 
 from __future__ import annotations
 
+import sys
+import threading
+import time
+
 import numpy as np
 import ovstage
 import pytest
@@ -82,3 +86,54 @@ def test_the_fast_seal_refuses_what_the_general_one_refuses(stage: ovstage.Stage
     with pytest.raises(OvstageError) as err:
         stage.advance_write_floor(6)
     assert err.value.code == ErrorCode.INVALID_HANDLE
+
+
+def test_the_hot_paths_keep_the_gil_and_waits_release_it(
+    stage: ovstage.Stage, make_query: MakeQuery
+) -> None:
+    """The hot paths' native calls keep the GIL (setup.py GIL_HELD, pybind/API.md "The GIL"):
+    a thread waiting for it makes no progress across writes, waits and a read's fetch, export
+    and release, while a wait that blocks lets it run. The switch interval is made so long that the GIL
+    changes hands only where a thread gives it up."""
+    query = make_query(PRIMS)
+    values = np.arange(3, dtype=np.float32)
+    stage.write_attribute(query, "g", 1, values, is_array=False).wait()
+    stage.advance_write_floor(1).wait()
+    count = [0]
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            count[0] += 1
+            time.sleep(0)  # gives up the GIL: the main thread takes it back at once
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(100.0)
+    spinner = threading.Thread(target=spin, daemon=True)
+    try:
+        spinner.start()
+        deadline = time.monotonic() + 10
+        while count[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert count[0] > 0, "the spinning thread never ran"
+        before = count[0]
+        for ordinal in range(2, 202):
+            stage.write_attribute(query, "g", ordinal, values, is_array=False).wait()
+        assert count[0] == before, "a write or its wait gave up the GIL"
+        for _ in range(200):
+            # The read's enqueue gives the GIL up (once per read, on purpose); its fetch,
+            # export and releases do not.
+            with stage.read_attributes(query, ["g"], OrdinalRange.latest(1)) as rd:
+                before = count[0]
+                for group in rd.groups():
+                    with group:
+                        view = np.from_dlpack(group.dlpack(0))
+                        assert view.tolist() == values.tolist()
+            assert count[0] == before, "a read's fetch, export or release gave up the GIL"
+        time.sleep(0.01)  # a blocking call: the spinning thread runs meanwhile
+        assert count[0] > before
+    finally:
+        stop.set()
+        sys.setswitchinterval(interval)
+        spinner.join(timeout=10)
+    assert not spinner.is_alive()
