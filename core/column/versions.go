@@ -36,7 +36,8 @@ type undoPart struct {
 	// which leaves the bytes as they were. Often the delta's own payload, whose rows were
 	// swapped with the sealed ones (swapInLocked): no allocation and no second copy.
 	buf buffer.Buffer
-	// arrays (array columns): the prior ragged row of rows[k] (held references).
+	// arrays (array columns): the prior ragged row of rows[k] (held references); nil when
+	// every row was empty (a fold into a column never sealed saves nothing).
 	arrays []arrayRow
 }
 
@@ -296,10 +297,10 @@ func (c *Column) beginImageLocked(run []*Delta) *priorImage {
 				p.keys.states[k] = before
 			}
 		}
-		if c.Schema.IsArray {
+		if c.Schema.IsArray && !c.arrays.empty() {
 			p.arrays = make([]arrayRow, len(d.Rows))
 			for k, r := range d.Rows {
-				a := c.arrays[r]
+				a := c.arrays.get(r)
 				if a.buf.Valid() {
 					a.buf = a.buf.Retain()
 				}
