@@ -1,6 +1,10 @@
 package column
 
-import "github.com/ovstage-go/ovstage/core/buffer"
+import (
+	"slices"
+
+	"github.com/ovstage-go/ovstage/core/buffer"
+)
 
 // arrayRow is one sealed ragged row: n elements at byte offset off of buf (a held reference
 // where a store or an image keeps it; borrowed where get returns it).
@@ -21,6 +25,8 @@ type arrayStore struct {
 	// spans, while table is nil: in row order, not overlapping; a row in no span is empty.
 	spans []arraySpan
 	table []arrayRow
+	// held: some row took a value since the store was last emptied.
+	held bool
 }
 
 // arraySpan is rows [lo, hi) taking source rows src, src+1, ... of a payload.
@@ -59,17 +65,8 @@ func (a *arrayStore) grow() {
 
 // spanOf is the index of the span holding row r (-1 if none).
 func (a *arrayStore) spanOf(r int32) int {
-	lo, hi := 0, len(a.spans)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if a.spans[m].lo <= r {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo > 0 && r < a.spans[lo-1].hi {
-		return lo - 1
+	if i := lastAtOrBelow(len(a.spans), func(i int) bool { return a.spans[i].lo <= r }); i >= 0 && r < a.spans[i].hi {
+		return i
 	}
 	return -1
 }
@@ -105,24 +102,16 @@ func (a *arrayStore) rows() []arrayRow {
 	return out
 }
 
-// empty reports whether no row holds elements or a buffer (a column never sealed).
-func (a *arrayStore) empty() bool {
-	if a.table == nil {
-		return len(a.spans) == 0
-	}
-	for _, row := range a.table {
-		if row.buf.Valid() {
-			return false
-		}
-	}
-	return true
-}
+// empty reports whether every row is empty (no row took a value since the store was last
+// emptied: a column never sealed, say).
+func (a *arrayStore) empty() bool { return !a.held }
 
 // set puts row r to v, taking over v's reference.
 func (a *arrayStore) set(r int32, v arrayRow) {
 	a.toTable()
 	old := a.table[r]
 	a.table[r] = v
+	a.held = a.held || v.buf.Valid()
 	if old.buf.Valid() {
 		old.buf.Release()
 	}
@@ -156,7 +145,7 @@ func (a *arrayStore) assignSpan(sp arraySpan) bool {
 	if sp.lo == 0 && int(sp.hi) == a.n {
 		// The whole column: everything before is replaced, table or spans.
 		a.release()
-		a.spans = []arraySpan{sp}
+		a.spans, a.held = []arraySpan{sp}, true
 		return true
 	}
 	if a.table != nil {
@@ -192,11 +181,43 @@ func (a *arrayStore) assignSpan(sp arraySpan) bool {
 	kept = append(kept, arraySpan{})
 	copy(kept[i+1:], kept[i:])
 	kept[i] = sp
-	a.spans = kept
+	a.spans, a.held = kept, true
 	if len(a.spans) > maxSpans {
 		a.toTable()
 	}
 	return true
+}
+
+// retained is a copy of the store holding its own references.
+func (a *arrayStore) retained() *arrayStore {
+	out := &arrayStore{n: a.n, held: a.held, spans: slices.Clone(a.spans), table: slices.Clone(a.table)}
+	out.forEachRef(func(b *buffer.Buffer) { b.Retain() })
+	return out
+}
+
+// bytes is what the store holds: its rows' share of their payloads and its own entries.
+func (a *arrayStore) bytes(elemBytes int) int64 {
+	eb := int64(elemBytes)
+	if a.table != nil {
+		total := int64(0)
+		for _, row := range a.table {
+			total += 16 + row.n*eb
+		}
+		return total
+	}
+	total := int64(0)
+	for i := range a.spans {
+		sp := &a.spans[i]
+		total += 48
+		if sp.layout.off == nil {
+			total += int64(sp.hi-sp.lo) * sp.layout.widthElems * eb
+			continue
+		}
+		for s := sp.src; s < sp.src+sp.hi-sp.lo; s++ {
+			total += sp.layout.len[s] * eb
+		}
+	}
+	return total
 }
 
 // forEachRef calls fn with every reference the store holds (fn may replace it).
@@ -219,5 +240,5 @@ func (a *arrayStore) release() {
 			row.buf.Release()
 		}
 	}
-	a.table = nil
+	a.table, a.held = nil, false
 }

@@ -225,11 +225,13 @@ func runArrayModel(t *testing.T, seed int64) {
 	assert.Equal(t, live0, buffer.LiveCount(), "every buffer reference is released")
 }
 
-// A whole-query write of uniform rows is one span: no per-row table, one reference.
+// A whole-query write of uniform rows is one span: no per-row table, one reference; the
+// version window keeps the replaced spans, not an entry per row.
 func TestArrayColumnWholeWritesKeepNoRowTable(t *testing.T) {
 	c, err := New(1, u32Array)
 	require.NoError(t, err)
 	defer c.Close()
+	c.SetVersionWindow(4)
 	prims := make([]uint64, 1000)
 	for i := range prims {
 		prims[i] = uint64(10 + i)
@@ -247,4 +249,13 @@ func TestArrayColumnWholeWritesKeepNoRowTable(t *testing.T) {
 	assert.Equal(t, []uint32{3, 999}, viewValues(View{Buffer: c.arrays.get(999).buf,
 		ByteOffset: c.arrays.get(999).off, Rows: c.arrays.get(999).n}))
 	assert.Nil(t, c.rows.prims, "one run of ids: no row table either")
+	require.Len(t, c.ver.images, 3)
+	assert.Nil(t, c.ver.images[0].parts[0].store, "the first fold replaced nothing")
+	for _, im := range c.ver.images[1:] {
+		assert.Nil(t, im.parts[0].arrays)
+		require.NotNil(t, im.parts[0].store)
+		assert.Len(t, im.parts[0].store.spans, 1)
+	}
+	checkArraysAt(t, c, arrayModel{10: {{ordinal: 1, value: []uint32{1, 0}}, {ordinal: 2, value: []uint32{2, 0}}}},
+		prims[:1], 1, 1, "the first ordinal, behind the floor")
 }

@@ -497,6 +497,12 @@ func spanShaped(d *Delta) (lo, src int32, ok bool) {
 	return lo, src, true
 }
 
+// isWholeSpan reports whether d (with rows) writes rows 0, 1, ... in order.
+func isWholeSpan(d *Delta) bool {
+	lo, _, ok := spanShaped(d)
+	return ok && lo == 0
+}
+
 // markSealedRows marks the rows of write d sealed (in one step when d covers every row).
 func (c *Column) markSealedRows(d *Delta) {
 	if d.Tombstone || d.Rows[0] != 0 || len(d.Rows) != c.keys.len() {

@@ -46,19 +46,25 @@ func maxRuns(rows int) int { return rows/8 + 64 }
 // len is the number of rows.
 func (x *rowIndex) len() int { return x.n }
 
-// runOfID is the index of the run that would hold id p (the last run starting at or below
-// it; -1 if none).
-func (x *rowIndex) runOfID(p uint64) int {
-	lo, hi := 0, len(x.runs) // the answer is in [lo-1, hi)
+// lastAtOrBelow is the last i in [0, n) for which below(i) holds (-1 if none), for below
+// true on a prefix (a binary search over runs or spans in order).
+func lastAtOrBelow(n int, below func(i int) bool) int {
+	lo, hi := 0, n // the answer is in [lo-1, hi)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if x.runs[m].id <= p {
+		if below(m) {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
 	return lo - 1
+}
+
+// runOfID is the index of the run that would hold id p (the last run starting at or below
+// it; -1 if none).
+func (x *rowIndex) runOfID(p uint64) int {
+	return lastAtOrBelow(len(x.runs), func(i int) bool { return x.runs[i].id <= p })
 }
 
 // lookup returns prim's row.
@@ -87,16 +93,7 @@ func (x *rowIndex) primAt(r int32) uint64 {
 	if !x.ordered {
 		return x.prims[r]
 	}
-	lo, hi := 0, len(x.runs)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if x.runs[m].row <= r {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	run := x.runs[lo-1]
+	run := x.runs[lastAtOrBelow(len(x.runs), func(i int) bool { return x.runs[i].row <= r })]
 	return run.id + uint64(r-run.row)
 }
 

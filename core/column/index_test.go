@@ -26,14 +26,22 @@ func checkIndex(t *testing.T, x *rowIndex, model map[uint64]int32, order []uint6
 	}
 }
 
-func TestRowIndexStaysOneRunForConsecutiveIDs(t *testing.T) {
+// indexOf adds rows for ids in order; it returns the index, the model and the order.
+func indexOf(ids []uint64) (rowIndex, map[uint64]int32, []uint64) {
 	x := newRowIndex()
 	model := map[uint64]int32{}
-	var order []uint64
-	for p := uint64(100); p < 1100; p++ {
+	for _, p := range ids {
 		model[p] = x.add(p)
-		order = append(order, p)
 	}
+	return x, model, ids
+}
+
+func TestRowIndexStaysOneRunForConsecutiveIDs(t *testing.T) {
+	var ids []uint64
+	for p := uint64(100); p < 1100; p++ {
+		ids = append(ids, p)
+	}
+	x, model, order := indexOf(ids)
 	assert.True(t, x.ordered)
 	assert.Len(t, x.runs, 1)
 	assert.Nil(t, x.prims, "no per-row table")
@@ -42,16 +50,13 @@ func TestRowIndexStaysOneRunForConsecutiveIDs(t *testing.T) {
 
 // Meshes under group prims: increasing ids with a gap per group stay runs (no table).
 func TestRowIndexKeepsRunsOfIncreasingIDs(t *testing.T) {
-	x := newRowIndex()
-	model := map[uint64]int32{}
-	var order []uint64
+	var ids []uint64
 	for g := range uint64(50) {
 		for k := range uint64(1000) {
-			p := 7 + g*1001 + k // one id per group skipped (the group prim)
-			model[p] = x.add(p)
-			order = append(order, p)
+			ids = append(ids, 7+g*1001+k) // one id per group skipped (the group prim)
 		}
 	}
+	x, model, order := indexOf(ids)
 	assert.True(t, x.ordered)
 	assert.Len(t, x.runs, 50)
 	assert.Nil(t, x.prims)
@@ -65,14 +70,11 @@ func TestRowIndexKeepsRunsOfIncreasingIDs(t *testing.T) {
 
 // Many short runs become a table: beyond maxRuns the runs would cost more than it.
 func TestRowIndexShortRunsBecomeATable(t *testing.T) {
-	x := newRowIndex()
-	model := map[uint64]int32{}
-	var order []uint64
+	var ids []uint64
 	for i := range uint64(2000) {
-		p := 10 + 2*i // every other id: runs of one
-		model[p] = x.add(p)
-		order = append(order, p)
+		ids = append(ids, 10+2*i) // every other id: runs of one
 	}
+	x, model, order := indexOf(ids)
 	assert.False(t, x.ordered)
 	assert.NotNil(t, x.dense)
 	checkIndex(t, &x, model, order)
@@ -80,16 +82,7 @@ func TestRowIndexShortRunsBecomeATable(t *testing.T) {
 
 // A decreasing id leaves runs mode; ids spread too far for a table go to the map at once.
 func TestRowIndexLeavesRunsOnDisorder(t *testing.T) {
-	x := newRowIndex()
-	model := map[uint64]int32{}
-	var order []uint64
-	add := func(p uint64) {
-		model[p] = x.add(p)
-		order = append(order, p)
-	}
-	add(1 << 40)
-	add(1<<40 + 1)
-	add(5)
+	x, model, order := indexOf([]uint64{1 << 40, 1<<40 + 1, 5})
 	assert.False(t, x.ordered)
 	assert.NotNil(t, x.sparse)
 	checkIndex(t, &x, model, order)

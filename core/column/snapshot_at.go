@@ -280,6 +280,12 @@ func (c *Column) arraysAtLocked(from int) []arrayRow {
 	for i := len(imgs) - 1; i >= 0; i-- {
 		parts := imgs[i].parts
 		for j := len(parts) - 1; j >= 0; j-- {
+			if st := parts[j].store; st != nil { // every row, as it was
+				prior := st.rows()
+				copy(arrays, prior)
+				clear(arrays[len(prior):]) // rows made since were empty then
+				continue
+			}
 			for k := len(parts[j].rows) - 1; k >= 0; k-- {
 				prior := arrayRow{} // a nil image: every row was empty
 				if parts[j].arrays != nil {
