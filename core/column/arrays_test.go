@@ -259,3 +259,63 @@ func TestArrayColumnWholeWritesKeepNoRowTable(t *testing.T) {
 	checkArraysAt(t, c, arrayModel{10: {{ordinal: 1, value: []uint32{1, 0}}, {ordinal: 2, value: []uint32{2, 0}}}},
 		prims[:1], 1, 1, "the first ordinal, behind the floor")
 }
+
+// copyPlacer "moves" a buffer by copying it into a new host buffer; it fails from the
+// failAt-th move on (0: never) and counts the moves.
+type copyPlacer struct {
+	moves, failAt int
+}
+
+func (p *copyPlacer) Open(Placement) (Storage, error) { return HostStorage(), nil }
+
+func (p *copyPlacer) Move(b buffer.Buffer, _ Placement) (buffer.Buffer, error) {
+	p.moves++
+	if p.failAt > 0 && p.moves >= p.failAt {
+		return b, fmt.Errorf("move %d refused", p.moves)
+	}
+	nb, err := buffer.New(b.Size())
+	if err != nil {
+		return b, err
+	}
+	copy(nb.Bytes(), b.Bytes())
+	b.Release()
+	return nb, nil
+}
+
+// Moving an array column moves each payload once, spans and per-row rows alike; a failed
+// move leaves the column as it was.
+func TestArrayColumnMovesEachPayloadOnce(t *testing.T) {
+	live0 := buffer.LiveCount()
+	for _, failAt := range []int{0, 2} {
+		placer := &copyPlacer{}
+		c, err := NewPlaced(1, u32Array, HostStorage(), placer)
+		require.NoError(t, err)
+		prims := []uint64{1, 2, 3, 4, 5, 6}
+		whole := [][]uint32{{1}, {2, 2}, {3}, {4, 4}, {5}, {6, 6}}
+		c.Stage(prims, arrayDelta(t, 1, 1, whole, false))
+		c.Stage(prims[2:4], arrayDelta(t, 2, 2, [][]uint32{{30}, {40}}, true))      // a span inside
+		c.Stage([]uint64{6, 1}, arrayDelta(t, 3, 3, [][]uint32{{60}, {10}}, false)) // per row
+		require.NoError(t, c.Seal(3))
+		require.NotNil(t, c.arrays.table)
+		before := c.arrays.rows()
+		placer.moves, placer.failAt = 0, failAt // (the seal moved the payloads in too)
+		err = c.moveToLocked(Host)
+		want := arrayModel{1: {{value: []uint32{10}}}, 2: {{value: []uint32{2, 2}}}, 3: {{value: []uint32{30}}},
+			4: {{value: []uint32{40}}}, 5: {{value: []uint32{5}}}, 6: {{value: []uint32{60}}}}
+		if failAt > 0 {
+			require.Error(t, err)
+			for r, row := range c.arrays.rows() {
+				assert.Equal(t, before[r].buf.Raw(), row.buf.Raw(), "row %d keeps its buffer", r)
+			}
+		} else {
+			require.NoError(t, err)
+			assert.Equal(t, 3, placer.moves, "three payloads, each moved once")
+			for r, row := range c.arrays.rows() {
+				assert.NotEqual(t, before[r].buf.Raw(), row.buf.Raw(), "row %d moved", r)
+			}
+		}
+		checkArraysAt(t, c, want, prims, Current, 3, "after the move")
+		c.Close()
+	}
+	assert.Equal(t, live0, buffer.LiveCount(), "every buffer reference is released")
+}
