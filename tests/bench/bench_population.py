@@ -27,6 +27,8 @@ import ctypes
 import gc
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -281,6 +283,35 @@ def bench_memory(path: Path) -> None:
     report("  engine Go heap / payload", f"{pop['go_heap'] / payload:.2f}", "(shown)", None)
 
 
+REPO = Path(__file__).resolve().parents[2]
+
+
+def bench_engine_report(prims: int) -> None:
+    """The engine's Go heap per stored value for the same column shapes, from Go
+    (``core/mem_population_test.go``; docs/architecture.md "Memory"): no USD, no Python."""
+    go = shutil.which("go")
+    if go is None or not (REPO / "go.mod").exists():
+        report("  engine Go heap per value (Go report)", "skipped", "(shown)", None)
+        return
+    out = subprocess.run(
+        [go, "test", "-run", "^TestPopulationShapedMemoryReport$", "-v", "-count=1", "./core/"],
+        cwd=REPO,
+        env={**os.environ, "OVSTAGE_MEM_PRIMS": str(prims)},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    sealed = r"sealed: .*Go heap \+[\d.]+ MB \(([\d.]+) B/value\).* / payload ([\d.]+)"
+    found = re.search(sealed, out.stdout)
+    if found is None:
+        report("  engine Go heap per value (Go report)", "failed", "(shown)", False)
+        print(out.stdout[-2000:], out.stderr[-2000:])
+        return
+    report("  engine Go heap per stored value (Go report)", f"{found[1]} B", "(shown)", None)
+    report("  engine (buffers + Go heap) / payload (Go report)", found[2], "(shown)", None)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     default = int(os.environ.get("OVSTAGE_BENCH_POPULATION_PRIMS", "100000"))
@@ -313,6 +344,7 @@ def main() -> None:
         )
         bench_time(path, repeats)
         bench_memory(path)
+    bench_engine_report(prims)
 
 
 if __name__ == "__main__":
