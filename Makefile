@@ -122,7 +122,8 @@ test: install libovstage
 # bench_async.py also runs the Go enqueue benchmark (go test -bench) and prints every target;
 # bench_c_api.py prints the C API's figures (tests/bench/bench_c.c) beside the Python ones;
 # bench_population.py populates a generated 100k-prim USD scene (OVSTAGE_BENCH_POPULATION_PRIMS
-# to change) against usd-core reading the same attributes.
+# to change) against usd-core reading the same attributes, and prints the engine's share of the
+# memory (also from Go: core/mem_population_test.go).
 # bench_scaling.py measures the figures whose cost must grow with the work, not the stage;
 # bench_step.py a producer's write+wait+seal+read step (and the Isaac-style one vs numpy.copyto);
 # bench_threads.py reads/s from 1/2/4 threads and a writer's loss with 2 readers; bench_chart.py

@@ -1,6 +1,7 @@
 package pybind
 
 import (
+	"runtime"
 	"runtime/debug"
 
 	"github.com/ovstage-go/ovstage/core/buffer"
@@ -15,4 +16,20 @@ func ReleaseMemory() (bool, error) {
 		debug.FreeOSMemory()
 		return true, nil
 	})
+}
+
+// GoHeapInUse is the Go heap's in-use bytes (runtime.MemStats.HeapInuse; call ReleaseMemory
+// first for a settled figure): the engine's own tables, without the payload buffers.
+func GoHeapInUse() (int64, error) {
+	return call(func() (int64, error) {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapInuse), nil
+	})
+}
+
+// BufferLiveBytes is the payload bytes of the engine's C buffers not yet freed (the sealed
+// and pending values, retained versions, buffers that reads and exports hold).
+func BufferLiveBytes() (int64, error) {
+	return call(func() (int64, error) { return buffer.LiveBytes(), nil })
 }

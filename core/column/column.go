@@ -76,13 +76,6 @@ type key struct {
 // visible: latest reads return the key (its sealed version is a value).
 func (k key) visible() bool { return k.hasSealed && !k.deleted }
 
-// arrayRow is one sealed ragged row: n elements at byte offset off of buf (a held reference).
-type arrayRow struct {
-	buf buffer.Buffer
-	off int64
-	n   int64
-}
-
 // record is one retained change: the rows an ordinal changed (all rows when all is set).
 type record struct {
 	ordinal   uint64
@@ -114,8 +107,8 @@ type Column struct {
 	sealed     buffer.Buffer
 	sealedCap  int
 	sealedRows int
-	// Array columns: one reference per row.
-	arrays []arrayRow
+	// Array columns: the sealed rows (arrays.go).
+	arrays arrayStore
 
 	pending []*Delta
 	// records are the retained changes, sealed and pending, in (ordinal, seq) order.
@@ -239,7 +232,7 @@ func (c *Column) lookupRows(prims []uint64) []int32 {
 			r = c.rows.add(p)
 			c.keys.add(key{})
 			if c.Schema.IsArray {
-				c.arrays = append(c.arrays, arrayRow{})
+				c.arrays.grow()
 			}
 			c.layout++
 		}
@@ -466,20 +459,66 @@ func (c *Column) applyFixed(fold []*Delta, im *priorImage) error {
 }
 
 func (c *Column) applyArray(d *Delta) {
-	for i, r := range d.Rows {
-		old := c.arrays[r]
-		if d.Tombstone {
-			c.arrays[r] = arrayRow{}
-		} else {
-			s := d.src(i)
-			off, n := d.row(s)
-			c.arrays[r] = arrayRow{buf: d.Payload.Retain(), off: off, n: n}
+	if len(d.Rows) == 0 {
+		return
+	}
+	if lo, src, ok := spanShaped(d); ok && !d.Tombstone {
+		sp := arraySpan{lo: lo, hi: lo + int32(len(d.Rows)), src: src, buf: d.Payload.Retain(),
+			layout: rowLayout{off: d.RowOff, len: d.RowLen, width: d.Width, widthElems: d.WidthElems}}
+		if c.arrays.assignSpan(sp) {
+			c.markSealedRows(d)
+			return
 		}
-		if old.buf.Valid() {
-			old.buf.Release()
+		sp.buf.Release()
+	}
+	for i, r := range d.Rows {
+		if d.Tombstone {
+			c.arrays.set(r, arrayRow{})
+		} else {
+			off, n := d.row(d.src(i))
+			c.arrays.set(r, arrayRow{buf: d.Payload.Retain(), off: off, n: n})
 		}
 		c.markSealed(r, d)
 	}
+}
+
+// spanShaped reports whether d's rows are consecutive rows lo, lo+1, ... taking consecutive
+// source rows src, src+1, ... (a write through the query that made the rows).
+func spanShaped(d *Delta) (lo, src int32, ok bool) {
+	lo = d.Rows[0]
+	if d.Src != nil {
+		src = d.Src[0]
+	}
+	if d.Src == nil && lo == 0 && isIdentity(d.Rows) {
+		return 0, 0, true
+	}
+	for i, r := range d.Rows {
+		if r != lo+int32(i) || (d.Src != nil && d.Src[i] != src+int32(i)) {
+			return 0, 0, false
+		}
+	}
+	return lo, src, true
+}
+
+// isWholeSpan reports whether d (with rows) writes rows 0, 1, ... in order.
+func isWholeSpan(d *Delta) bool {
+	lo, _, ok := spanShaped(d)
+	return ok && lo == 0
+}
+
+// markSealedRows marks the rows of write d sealed (in one step when d covers every row).
+func (c *Column) markSealedRows(d *Delta) {
+	if d.Tombstone || d.Rows[0] != 0 || len(d.Rows) != c.keys.len() {
+		for _, r := range d.Rows {
+			c.markSealed(r, d)
+		}
+		return
+	}
+	if c.keys.anyNotVisible() {
+		c.layout++ // some keys appear in latest reads
+	}
+	c.keys.setAll(key{hasSealed: true})
+	c.sealedOrdinal = max(c.sealedOrdinal, d.Ordinal)
 }
 
 func (c *Column) coversWholeColumn(d *Delta, nrows int) bool {
@@ -585,12 +624,7 @@ func (c *Column) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.sealed.Release()
-	for _, a := range c.arrays {
-		if a.buf.Valid() {
-			a.buf.Release()
-		}
-	}
-	c.arrays = nil
+	c.arrays.release()
 	for _, d := range c.pending {
 		if d.Payload.Valid() {
 			d.Payload.Release()

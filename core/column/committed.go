@@ -49,7 +49,7 @@ func (c *Column) Committed(prims []uint64, fn func(i int, value []byte)) {
 			continue
 		}
 		if c.Schema.IsArray {
-			a := c.arrays[r]
+			a := c.arrays.get(r)
 			if a.n == 0 {
 				fn(i, nil)
 				continue

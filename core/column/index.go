@@ -4,16 +4,19 @@ import "sync"
 
 // rowIndex maps prims (path ids) to rows and back, in as little memory as the rows allow:
 //
-//   - affine: row r holds prim base+r. Rows created in order from consecutive path ids (a
-//     path list interned in one go, the common bulk case) need no table at all;
+//   - runs: rows created in order from increasing path ids, as runs of consecutive ids (row
+//     r+k of a run holds prim id+k). A path list interned in one go is one run; the meshes of
+//     a scene under their group prims are one run per group. It costs 16 bytes per run, nothing
+//     per row (docs/architecture.md, "Memory");
 //   - dense: a row table indexed by path id - lo, when the ids are compact;
 //   - sparse: a map, otherwise.
 //
-// It starts affine and converts once (to dense or sparse) when a row breaks the pattern.
+// It starts with runs and converts once (to dense or sparse) when a row breaks the order, or
+// when the runs get short enough that a table is as cheap.
 type rowIndex struct {
-	n      int
-	affine bool
-	base   uint64
+	n       int
+	ordered bool    // runs mode
+	runs    []idRun // runs mode: in row order, ids increasing
 
 	prims  []uint64         // row -> prim (dense and sparse)
 	lo     uint64           // dense: path id of dense[0]
@@ -23,21 +26,53 @@ type rowIndex struct {
 	minID, maxID uint64
 }
 
-func newRowIndex() rowIndex { return rowIndex{affine: true} }
+// idRun is rows row, row+1, ..., row+n-1 holding prims id, id+1, ..., id+n-1.
+type idRun struct {
+	id  uint64
+	row int32
+	n   int32
+}
+
+func newRowIndex() rowIndex { return rowIndex{ordered: true} }
 
 // maxDenseSpan bounds the id span of a dense table: 4 bytes per id in the span, so twice the
 // rows (plus slack) costs at most ~8 bytes per row, less than a map.
 func maxDenseSpan(rows int) uint64 { return 2*uint64(rows) + 4096 }
 
+// maxRuns bounds the runs of rows rows: beyond it runs average under 8 rows, and a lookup's
+// binary search is no longer worth the memory it saves over a table.
+func maxRuns(rows int) int { return rows/8 + 64 }
+
 // len is the number of rows.
 func (x *rowIndex) len() int { return x.n }
+
+// lastAtOrBelow is the last i in [0, n) for which below(i) holds (-1 if none), for below
+// true on a prefix (a binary search over runs or spans in order).
+func lastAtOrBelow(n int, below func(i int) bool) int {
+	lo, hi := 0, n // the answer is in [lo-1, hi)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if below(m) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo - 1
+}
+
+// runOfID is the index of the run that would hold id p (the last run starting at or below
+// it; -1 if none).
+func (x *rowIndex) runOfID(p uint64) int {
+	return lastAtOrBelow(len(x.runs), func(i int) bool { return x.runs[i].id <= p })
+}
 
 // lookup returns prim's row.
 func (x *rowIndex) lookup(p uint64) (int32, bool) {
 	switch {
-	case x.affine:
-		if p >= x.base && p-x.base < uint64(x.n) {
-			return int32(p - x.base), true
+	case x.ordered:
+		if i := x.runOfID(p); i >= 0 && p-x.runs[i].id < uint64(x.runs[i].n) {
+			return x.runs[i].row + int32(p-x.runs[i].id), true
 		}
 		return 0, false
 	case x.sparse != nil:
@@ -55,20 +90,18 @@ func (x *rowIndex) lookup(p uint64) (int32, bool) {
 
 // primAt is the prim of row r.
 func (x *rowIndex) primAt(r int32) uint64 {
-	if x.affine {
-		return x.base + uint64(r)
+	if !x.ordered {
+		return x.prims[r]
 	}
-	return x.prims[r]
+	run := x.runs[lastAtOrBelow(len(x.runs), func(i int) bool { return x.runs[i].row <= r })]
+	return run.id + uint64(r-run.row)
 }
 
 // add appends a row for prim (which must not have one) and returns it.
 func (x *rowIndex) add(p uint64) int32 {
 	r := int32(x.n)
-	if x.affine {
-		if x.n == 0 {
-			x.base = p
-		}
-		if p == x.base+uint64(x.n) {
+	if x.ordered {
+		if x.addToRuns(p) {
 			x.n++
 			return r
 		}
@@ -102,20 +135,46 @@ func (x *rowIndex) add(p uint64) int32 {
 	return r
 }
 
-// materialize leaves affine mode: it writes out the prims of the existing rows.
-func (x *rowIndex) materialize() {
-	x.affine = false
-	x.prims = make([]uint64, x.n, x.n+x.n/4+1)
-	for r := range x.prims {
-		x.prims[r] = x.base + uint64(r)
+// addToRuns records row n for p in runs mode; false when p breaks the order or the runs
+// would get too many.
+func (x *rowIndex) addToRuns(p uint64) bool {
+	if len(x.runs) == 0 {
+		x.runs = append(x.runs, idRun{id: p, row: 0, n: 1})
+		return true
 	}
-	if x.n > 0 {
-		x.lo = x.base
-		x.dense = make([]int32, x.n)
-		for r := range x.dense {
-			x.dense[r] = int32(r) + 1
+	last := &x.runs[len(x.runs)-1]
+	end := last.id + uint64(last.n)
+	switch {
+	case p == end:
+		last.n++
+		return true
+	case p > end && len(x.runs) < maxRuns(x.n+1):
+		x.runs = append(x.runs, idRun{id: p, row: int32(x.n), n: 1})
+		return true
+	}
+	return false
+}
+
+// materialize leaves runs mode: it writes out the prims of the existing rows into a dense
+// table, or a map when their ids are spread too far.
+func (x *rowIndex) materialize() {
+	x.ordered = false
+	x.prims = make([]uint64, 0, x.n+x.n/4+1)
+	for _, run := range x.runs {
+		for k := range uint64(run.n) {
+			x.prims = append(x.prims, run.id+k)
 		}
 	}
+	x.runs = nil
+	if x.n == 0 {
+		return
+	}
+	x.minID, x.maxID = x.prims[0], x.prims[x.n-1] // ids were increasing
+	if x.maxID-x.minID >= maxDenseSpan(x.n) {
+		x.toSparse()
+		return
+	}
+	x.toDense()
 }
 
 func (x *rowIndex) toSparse() {

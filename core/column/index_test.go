@@ -26,17 +26,75 @@ func checkIndex(t *testing.T, x *rowIndex, model map[uint64]int32, order []uint6
 	}
 }
 
-func TestRowIndexStaysAffineForConsecutiveIDs(t *testing.T) {
+// indexOf adds rows for ids in order; it returns the index, the model and the order.
+func indexOf(ids []uint64) (rowIndex, map[uint64]int32, []uint64) {
 	x := newRowIndex()
 	model := map[uint64]int32{}
-	var order []uint64
-	for p := uint64(100); p < 1100; p++ {
+	for _, p := range ids {
 		model[p] = x.add(p)
-		order = append(order, p)
 	}
-	assert.True(t, x.affine)
+	return x, model, ids
+}
+
+func TestRowIndexStaysOneRunForConsecutiveIDs(t *testing.T) {
+	var ids []uint64
+	for p := uint64(100); p < 1100; p++ {
+		ids = append(ids, p)
+	}
+	x, model, order := indexOf(ids)
+	assert.True(t, x.ordered)
+	assert.Len(t, x.runs, 1)
 	assert.Nil(t, x.prims, "no per-row table")
 	checkIndex(t, &x, model, order)
+}
+
+// Meshes under group prims: increasing ids with a gap per group stay runs (no table).
+func TestRowIndexKeepsRunsOfIncreasingIDs(t *testing.T) {
+	var ids []uint64
+	for g := range uint64(50) {
+		for k := range uint64(1000) {
+			ids = append(ids, 7+g*1001+k) // one id per group skipped (the group prim)
+		}
+	}
+	x, model, order := indexOf(ids)
+	assert.True(t, x.ordered)
+	assert.Len(t, x.runs, 50)
+	assert.Nil(t, x.prims)
+	assert.Nil(t, x.dense)
+	checkIndex(t, &x, model, order)
+	for _, p := range []uint64{6, 7 + 1000, 7 + 49*1001 + 1000} { // before, the gaps, after
+		_, ok := x.lookup(p)
+		assert.False(t, ok, "prim %d has no row", p)
+	}
+}
+
+// Many short runs become a table: beyond maxRuns the runs would cost more than it.
+func TestRowIndexShortRunsBecomeATable(t *testing.T) {
+	var ids []uint64
+	for i := range uint64(2000) {
+		ids = append(ids, 10+2*i) // every other id: runs of one
+	}
+	x, model, order := indexOf(ids)
+	assert.False(t, x.ordered)
+	assert.NotNil(t, x.dense)
+	checkIndex(t, &x, model, order)
+}
+
+// A decreasing id leaves runs mode; ids spread too far for a table go to the map at once.
+func TestRowIndexLeavesRunsOnDisorder(t *testing.T) {
+	x, model, order := indexOf([]uint64{1 << 40, 1<<40 + 1, 5})
+	assert.False(t, x.ordered)
+	assert.NotNil(t, x.sparse)
+	checkIndex(t, &x, model, order)
+	y := newRowIndex()
+	y.add(3)
+	y.add(1 << 40) // a second run, far away
+	assert.True(t, y.ordered)
+	y.add(4)
+	assert.NotNil(t, y.sparse)
+	got, ok := y.lookup(1 << 40)
+	assert.True(t, ok)
+	assert.Equal(t, int32(1), got)
 }
 
 func TestRowIndexGoesDenseThenSparse(t *testing.T) {
@@ -50,8 +108,8 @@ func TestRowIndexGoesDenseThenSparse(t *testing.T) {
 	for p := uint64(10); p < 20; p++ {
 		add(p)
 	}
-	add(5) // breaks the affine pattern, below the base
-	assert.False(t, x.affine)
+	add(5) // breaks the order, below the first id
+	assert.False(t, x.ordered)
 	assert.NotNil(t, x.dense)
 	add(40)
 	checkIndex(t, &x, model, order)

@@ -103,27 +103,28 @@ func (c *Column) moveArraysLocked(to Placement) error {
 			b.Release()
 		}
 	}
-	for _, a := range c.arrays {
-		if !a.buf.Valid() {
-			continue
+	var err error
+	c.arrays.forEachRef(func(b *buffer.Buffer) {
+		if _, ok := moved[b.Raw()]; ok || err != nil {
+			return
 		}
-		if _, ok := moved[a.buf.Raw()]; ok {
-			continue
+		nb, moveErr := c.placer.Move(b.Retain(), to)
+		if moveErr != nil {
+			b.Release()
+			err = moveErr
+			return
 		}
-		nb, err := c.placer.Move(a.buf.Retain(), to)
-		if err != nil {
-			a.buf.Release()
-			release()
-			return err
-		}
-		moved[a.buf.Raw()] = nb
+		moved[b.Raw()] = nb
+	})
+	if err != nil {
+		release()
+		return err
 	}
-	for r, a := range c.arrays {
-		if a.buf.Valid() {
-			c.arrays[r].buf = moved[a.buf.Raw()].Retain()
-			a.buf.Release()
-		}
-	}
+	c.arrays.forEachRef(func(b *buffer.Buffer) {
+		old := *b
+		*b = moved[old.Raw()].Retain()
+		old.Release()
+	})
 	release()
 	return nil
 }

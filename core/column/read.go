@@ -275,7 +275,7 @@ func (c *Column) snapshotRowsLocked(rows []int32, identity bool) Snapshot {
 	if c.Schema.IsArray {
 		snap.Views = make([]View, len(rows))
 		for k, r := range rows {
-			a := c.arrays[r]
+			a := c.arrays.get(r)
 			snap.Views[k] = View{Buffer: a.buf.Retain(), ByteOffset: a.off, Rows: a.n}
 		}
 		return snap

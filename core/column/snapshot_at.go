@@ -275,13 +275,23 @@ func (c *Column) keysAtLocked(from int) []key {
 // arraysAtLocked is every row of an array column just before image from folded (references
 // not retained).
 func (c *Column) arraysAtLocked(from int) []arrayRow {
-	arrays := slices.Clone(c.arrays)
+	arrays := c.arrays.rows()
 	imgs := c.ver.images[from:]
 	for i := len(imgs) - 1; i >= 0; i-- {
 		parts := imgs[i].parts
 		for j := len(parts) - 1; j >= 0; j-- {
+			if st := parts[j].store; st != nil { // every row, as it was
+				prior := st.rows()
+				copy(arrays, prior)
+				clear(arrays[len(prior):]) // rows made since were empty then
+				continue
+			}
 			for k := len(parts[j].rows) - 1; k >= 0; k-- {
-				arrays[parts[j].rows[k]] = parts[j].arrays[k]
+				prior := arrayRow{} // a nil image: every row was empty
+				if parts[j].arrays != nil {
+					prior = parts[j].arrays[k]
+				}
+				arrays[parts[j].rows[k]] = prior
 			}
 		}
 	}

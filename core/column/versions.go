@@ -36,8 +36,12 @@ type undoPart struct {
 	// which leaves the bytes as they were. Often the delta's own payload, whose rows were
 	// swapped with the sealed ones (swapInLocked): no allocation and no second copy.
 	buf buffer.Buffer
-	// arrays (array columns): the prior ragged row of rows[k] (held references).
+	// arrays (array columns): the prior ragged row of rows[k] (held references); nil when
+	// every row was empty (a fold into a column never sealed saves nothing).
 	arrays []arrayRow
+	// store (array columns, a delta over every row in order): the whole prior store instead,
+	// its spans and their references (no per-row entries when it was spans).
+	store *arrayStore
 }
 
 // priorImage is the state of some rows just before the fold of one ordinal changed them.
@@ -74,6 +78,9 @@ func (im *priorImage) release() {
 			if a.buf.Valid() {
 				a.buf.Release()
 			}
+		}
+		if p.store != nil {
+			p.store.release()
 		}
 	}
 	if im.state != nil && im.state.buf.Valid() {
@@ -241,6 +248,9 @@ func (c *Column) addImageLocked(im *priorImage) {
 		for _, a := range p.arrays {
 			im.bytes += 16 + a.n*int64(c.rowBytes) // the row's share of its (shared) payload
 		}
+		if p.store != nil {
+			im.bytes += p.store.bytes(c.rowBytes)
+		}
 	}
 	c.ver.images = append(c.ver.images, im)
 	c.ver.bytes += im.bytes
@@ -296,10 +306,14 @@ func (c *Column) beginImageLocked(run []*Delta) *priorImage {
 				p.keys.states[k] = before
 			}
 		}
-		if c.Schema.IsArray {
+		if c.Schema.IsArray && !c.arrays.empty() {
+			if len(d.Rows) == c.arrays.len() && len(d.Rows) > 0 && isWholeSpan(d) {
+				p.store = c.arrays.retained()
+				continue
+			}
 			p.arrays = make([]arrayRow, len(d.Rows))
 			for k, r := range d.Rows {
-				a := c.arrays[r]
+				a := c.arrays.get(r)
 				if a.buf.Valid() {
 					a.buf = a.buf.Retain()
 				}

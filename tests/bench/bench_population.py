@@ -12,7 +12,8 @@ time-sampled translate — is saved as a .usdc file, then:
    prim type, the applied schemas and the local transform;
 2. memory, each in a fresh process: the RSS the population adds on top of the open USD stage
    it keeps (for later re-sampling), against the payload bytes (the numpy arrays usd-core
-   reads); target <= 1.5x. Peak RSS growth is printed beside it.
+   reads); target <= 1.5x. Peak RSS growth is printed beside it, and the engine's own share
+   (its value buffers and the Go heap of its tables, docs/architecture.md "Memory").
 
 Usage: ``python tests/bench/bench_population.py [--prims N] [--repeats R]`` (or
 ``OVSTAGE_BENCH_POPULATION_PRIMS=N``; ``--quick`` = 5,000 prims, 2 repeats).
@@ -26,6 +27,8 @@ import ctypes
 import gc
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -223,10 +226,15 @@ def memory_child(kind: str, path: Path) -> dict[str, int]:
     warm_stage.destroy()
     del warm_stage
     before = settled_rss()
+    heap, buffers = native.GoHeapInUse(), native.BufferLiveBytes()
     reset_peak_rss()
     stage = populate(path)
     peak = peak_rss_bytes()
     figures = {"growth": settled_rss() - before, "peak": peak - before}
+    # The engine's own share (settled_rss ran a Go collection): its tables on the Go heap
+    # and the value buffers it holds.
+    figures["go_heap"] = native.GoHeapInUse() - heap
+    figures["buffers"] = native.BufferLiveBytes() - buffers
     stage.destroy()
     return figures
 
@@ -252,7 +260,8 @@ def bench_memory(path: Path) -> None:
         f"memory: payload {payload / 1e6:.1f} MB; usd-core RSS growth: "
         f"{usd['stage_only'] / 1e6:.1f} MB the stage, {arrays / 1e6:.1f} MB the numpy arrays "
         f"(peak {usd['peak'] / 1e6:.1f}); population RSS growth {pop['growth'] / 1e6:.1f} MB "
-        f"(peak {pop['peak'] / 1e6:.1f})",
+        f"(peak {pop['peak'] / 1e6:.1f}), of which the engine holds {pop['buffers'] / 1e6:.1f} MB "
+        f"of value buffers and {pop['go_heap'] / 1e6:.1f} MB of Go heap",
         flush=True,
     )
     ratio = added / payload
@@ -267,6 +276,40 @@ def bench_memory(path: Path) -> None:
     )
     peak = (pop["peak"] - usd["stage_only"]) / payload
     report("  peak population RSS beyond the USD stage / payload", f"{peak:.2f}", "(shown)", None)
+    # The engine alone: what the stage holds (value buffers, which include the world matrices
+    # population adds, and the Go heap of its tables) against the same payload.
+    engine = (pop["buffers"] + pop["go_heap"]) / payload
+    report("  engine (value buffers + Go heap) / payload", f"{engine:.2f}", "(shown)", None)
+    report("  engine Go heap / payload", f"{pop['go_heap'] / payload:.2f}", "(shown)", None)
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def bench_engine_report(prims: int) -> None:
+    """The engine's Go heap per stored value for the same column shapes, from Go
+    (``core/mem_population_test.go``; docs/architecture.md "Memory"): no USD, no Python."""
+    go = shutil.which("go")
+    if go is None or not (REPO / "go.mod").exists():
+        report("  engine Go heap per value (Go report)", "skipped", "(shown)", None)
+        return
+    out = subprocess.run(
+        [go, "test", "-run", "^TestPopulationShapedMemoryReport$", "-v", "-count=1", "./core/"],
+        cwd=REPO,
+        env={**os.environ, "OVSTAGE_MEM_PRIMS": str(prims)},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    sealed = r"sealed: .*Go heap \+[\d.]+ MB \(([\d.]+) B/value\).* / payload ([\d.]+)"
+    found = re.search(sealed, out.stdout)
+    if found is None:
+        report("  engine Go heap per value (Go report)", "failed", "(shown)", False)
+        print(out.stdout[-2000:], out.stderr[-2000:])
+        return
+    report("  engine Go heap per stored value (Go report)", f"{found[1]} B", "(shown)", None)
+    report("  engine (buffers + Go heap) / payload (Go report)", found[2], "(shown)", None)
 
 
 def main() -> None:
@@ -301,6 +344,7 @@ def main() -> None:
         )
         bench_time(path, repeats)
         bench_memory(path)
+    bench_engine_report(prims)
 
 
 if __name__ == "__main__":

@@ -9,12 +9,13 @@ bodies run on the stream's worker; each reads everything from USD first and only
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time as _time
 import weakref
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from .._enums import PopulationDomain
 from .._errors import ErrorCode, OvstageError
@@ -22,7 +23,7 @@ from .._pathdict import PathDictionary
 from ._batch import WORLD_MATRIX, XFORM, Batch, SampledPrim, read_scope, read_time_samples
 from ._descs import Desc
 from ._mapping import DictionaryInterner
-from ._records import WrittenColumns
+from ._records import PathTable, WrittenColumns
 from ._selection import InstancingTable, Scope, instancing_table, register_table, resolve_scope
 from ._source import Changes, ReferenceEdit, UsdSource, open_layer
 from ._stream import OpStream
@@ -41,6 +42,25 @@ _states_lock = threading.Lock()
 #: ``progress(done, total)``: prims read so far and prims in scope; ``(total, total)`` once
 #: the op's writes are done.
 Progress = Callable[[int, int], object]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _compacting(
+    body: Callable[Concatenate[PopulationState, _P], _R],
+) -> Callable[Concatenate[PopulationState, _P], _R]:
+    """An op body after which the per-prim records are packed again (done or failed), so
+    that no per-prim Python object outlives the op (docs/architecture.md "Memory")."""
+
+    @functools.wraps(body)
+    def run(state: PopulationState, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return body(state, *args, **kwargs)
+        finally:
+            state.compact_records()
+
+    return run
 
 
 def existing_state(stage: Stage) -> PopulationState | None:
@@ -80,7 +100,7 @@ class PopulationState:
         # current source (the part applying USD changes may remove again).
         self.written = WrittenColumns()
         self.source_written = WrittenColumns()
-        self.sampled: dict[str, SampledPrim] = {}
+        self.sampled: PathTable[SampledPrim] = PathTable()
         self.instances: dict[str, str] = {}  # populated instance root -> prototype root
         stage._destroy_hooks.append(self.close)
 
@@ -90,6 +110,12 @@ class PopulationState:
         if self.source is not None:
             self.source.close()
             self.source = None
+
+    def compact_records(self) -> None:
+        """Pack the per-prim records into their between-ops form."""
+        self.written.compact()
+        self.source_written.compact()
+        self.sampled.compact()
 
     def reserve_handle(self) -> int:
         """A new reference handle (reserved at enqueue)."""
@@ -132,7 +158,7 @@ class PopulationState:
         for path in batch.deleted_prims:
             self.written.remove(path)
             self.source_written.remove(path)
-            self.sampled.pop(path, None)
+            self.sampled.pop(path)
             self.instances.pop(path, None)
         for path, names in batch.deleted_attributes.items():
             self.written.remove(path, names)
@@ -209,6 +235,7 @@ class PopulationState:
 
     # -- op bodies (run on the worker) ---------------------------------------------------
 
+    @_compacting
     def run_open(
         self,
         root_layer: Any,
@@ -237,10 +264,11 @@ class PopulationState:
             self.source.close()
         source.take_changes()  # the open itself is no change to apply later
         self.source, self.descs, self.time = source, descs, seconds
-        self.sampled = sampled
+        self.sampled = PathTable(sampled)
         self.source_written = WrittenColumns()
         self._commit(batch, [scope])
 
+    @_compacting
     def run_repopulate(
         self,
         ordinal: int,
@@ -255,7 +283,7 @@ class PopulationState:
         batch, scope, sampled = self._populate(
             stage, source, descs, ordinal, seconds, what, progress
         )
-        self.descs, self.time, self.sampled = descs, seconds, sampled
+        self.descs, self.time, self.sampled = descs, seconds, PathTable(sampled)
         self._commit(batch, [scope])
 
     def _changes_batch(
@@ -300,9 +328,10 @@ class PopulationState:
         """Replace the time-varying part of the prims a change republished."""
         for path in batch.paths:
             if path not in sampled:
-                self.sampled.pop(path, None)
+                self.sampled.pop(path)
         self.sampled.update(sampled)
 
+    @_compacting
     def run_apply_changes(self, ordinal: int, what: str) -> None:
         """Publish the USD edits made since the last apply (a no-op when there are none)."""
         stage = self._live_stage()
@@ -327,6 +356,7 @@ class PopulationState:
             ordinal,
         )
 
+    @_compacting
     def run_apply_time(self, ordinal: int, seconds: float, what: str) -> None:
         """Re-sample every time-varying property in scope at ``seconds`` (RENDERING: publish
         pending USD edits in the same write)."""
@@ -387,6 +417,7 @@ class PopulationState:
             )
         source.remove_reference(edit)
 
+    @_compacting
     def run_reset(self, what: str) -> None:
         """Empty the USD source; the stage keeps its content until changes are applied."""
         del what
@@ -394,7 +425,7 @@ class PopulationState:
         old.close()
         self.source = UsdSource.empty()
         self.source.mark_everything_changed()
-        self.sampled = {}
+        self.sampled = PathTable()
         # Everything populated came from USD, which is empty now: the next apply removes it.
         self.source_written = self.written.copy()
 
