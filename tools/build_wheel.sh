@@ -41,10 +41,12 @@ if [ "$SDIST" = 1 ]; then TOOLS+=(build); elif [ "$REPAIR" = 1 ]; then TOOLS+=(a
 
 if [ "$SDIST" = 1 ]; then
 	mkdir -p "$OUT"
-	rm -f "$OUT"/ovstage_go-*.tar.gz
+	rm -f "$OUT"/ovstage[-_]go-*.tar.gz
+	# setuptools also ships whatever a stale egg-info's SOURCES.txt lists: only MANIFEST.in counts
+	rm -rf python/*.egg-info
 	"$VENV/bin/python" -m build -q --sdist --no-isolation -o "$OUT" . >&2
-	"$VENV/bin/python" tools/check_sdist.py "$OUT"/ovstage_go-*.tar.gz >&2
-	ls "$OUT"/ovstage_go-*.tar.gz
+	"$VENV/bin/python" tools/check_sdist.py "$OUT"/ovstage[-_]go-*.tar.gz >&2
+	ls "$OUT"/ovstage[-_]go-*.tar.gz
 	exit 0
 fi
 
