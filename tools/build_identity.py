@@ -83,10 +83,30 @@ def write_stamp(root: Path, dest: Path) -> tuple[str, str]:
     return branch, commit
 
 
+def check_installed(root: Path) -> int:
+    """Exit status 1, saying both, unless the installed ovstage (the one this interpreter
+    imports) reports the identity of the source tree at ``root``: a wheel or sdist test built
+    it from there (tools/test_wheel.sh, tools/test_sdist.sh)."""
+    import ovstage  # the install under test, not this checkout's python/
+
+    info = ovstage.get_build_info()
+    got, want = (info.git_branch, info.git_hash), identity(root)
+    if got != want:
+        print(f"the installed ovstage reports the build identity {got}, its source tree "
+              f"{root} is {want}", file=sys.stderr)
+        return 1
+    print(f"build identity {' '.join(got)}: the source tree's")
+    return 0
+
+
 def main(argv: list[str]) -> int:
-    """Print ``<branch> <hash>`` of argv[1] (default: the checkout this file is in)."""
+    """Print ``<branch> <hash>`` of argv[1] (default: the checkout this file is in); with
+    ``--check-installed ROOT``, compare the installed ovstage's with ROOT's."""
+    if len(argv) == 3 and argv[1] == "--check-installed":
+        return check_installed(Path(argv[2]))
     if len(argv) > 2:
-        print("usage: python tools/build_identity.py [ROOT]", file=sys.stderr)
+        print("usage: python tools/build_identity.py [ROOT | --check-installed ROOT]",
+              file=sys.stderr)
         return 2
     root = Path(argv[1]) if len(argv) == 2 else Path(__file__).resolve().parents[1]
     print(*identity(root))

@@ -15,6 +15,7 @@ import tarfile
 from pathlib import Path, PurePosixPath
 
 import build_identity
+from check_wheel import report
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Tracked files an sdist leaves out: CI's entry point and git's own configuration.
@@ -76,15 +77,12 @@ def problems(sdist: Path) -> list[str]:
 
 def main(argv: list[str]) -> int:
     """Check the sdist named by argv[1]; print each problem."""
-    if len(argv) != 2:
-        print("usage: python tools/check_sdist.py SDIST", file=sys.stderr)
-        return 2
-    found = problems(Path(argv[1]))
-    for line in found:
-        print(f"{argv[1]}: {line}", file=sys.stderr)
-    if not found:
-        print(f"{argv[1]}: holds every tracked source file, stamped with its commit")
-    return 1 if found else 0
+    return report(
+        argv,
+        "python tools/check_sdist.py SDIST",
+        problems,
+        "holds every tracked source file, stamped with its commit",
+    )
 
 
 if __name__ == "__main__":
