@@ -7,7 +7,8 @@ PIP := $(PYTHON) -m pip
 export PIP_ROOT_USER_ACTION := ignore
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test bench lint build install clean gpu-bundle libovstage capi-asan install-c wheel
+.PHONY: demo test bench lint build install clean gpu-bundle libovstage capi-asan install-c wheel \
+	sdist
 
 # Editable install with the test tools; (re)builds the Go extension with gopy.
 install:
@@ -21,11 +22,13 @@ demo: install
 
 # The C library (docs/c-api.md): build/lib/libovstage.so exporting exactly the 53 functions of
 # the C API (capi/exports.map), and the headers copied to build/include/. Rebuilt when a Go or C
-# source it is made from changes; the build identity ovstage_get_build_info reports comes from git.
+# source it is made from changes. The build identity ovstage_get_build_info reports comes from
+# git, or from an sdist's stamp (tools/build_identity.py, which setup.py uses for the extension).
 LIB_SOURCES := $(shell find capi abi lifecycle core internal include \
 	\( -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map' \) -not -name '*_test.go') go.mod
-LIB_GIT_HASH := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-LIB_GIT_BRANCH := $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo local)
+LIB_IDENTITY := $(shell $(PYTHON) tools/build_identity.py)
+LIB_GIT_BRANCH := $(or $(word 1,$(LIB_IDENTITY)),local)
+LIB_GIT_HASH := $(or $(word 2,$(LIB_IDENTITY)),unknown)
 ABI_PKG := github.com/ovstage-go/ovstage/abi
 LIB_LDFLAGS := -X $(ABI_PKG).gitHash=$(LIB_GIT_HASH) -X $(ABI_PKG).gitBranch=$(LIB_GIT_BRANCH) \
 	-extldflags '-Wl,--version-script=$(CURDIR)/capi/exports.map -Wl,-soname,libovstage.so'
@@ -88,7 +91,19 @@ wheel: libovstage
 	$(call install_c_files,$(WHEEL_C_FILES),$${pcfiledir}/../..)
 	PYTHON=$(PYTHON) bash tools/build_wheel.sh --c-files $(WHEEL_C_FILES) dist
 
-build/lib/libovstage.so: $(LIB_SOURCES)
+# The source distribution (tools/build_wheel.sh --sdist), in dist/: the tree git tracks, with
+# the commit's identity stamped in (BUILD_IDENTITY); checked by tools/check_sdist.py.
+sdist:
+	PYTHON=$(PYTHON) bash tools/build_wheel.sh --sdist dist
+
+# The identity the library was linked with: rewritten only when it changes, so a commit that
+# touches no source still relinks the library with its new hash.
+build/identity: FORCE
+	@mkdir -p build
+	@echo '$(LIB_IDENTITY)' | cmp -s - $@ || echo '$(LIB_IDENTITY)' > $@
+.PHONY: FORCE
+
+build/lib/libovstage.so: $(LIB_SOURCES) build/identity
 	@mkdir -p build/lib build/include
 	$(GO) build -buildvcs=false -buildmode=c-shared -ldflags "$(LIB_LDFLAGS)" -o $@ ./capi
 	@rm -f build/lib/libovstage.h  # cgo's header of the Go exports, not the API

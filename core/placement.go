@@ -214,8 +214,9 @@ func (cp *copyIn) copy(t tensor.Tensor, off int64, name string) error {
 	if err != nil {
 		return err
 	}
+	var runs []tensor.Run
 	if onDevice(t) {
-		if err := checkDeviceSource(dev, t, name); err != nil {
+		if runs, err = checkDeviceSource(dev, t, name); err != nil {
 			return err
 		}
 	}
@@ -226,7 +227,7 @@ func (cp *copyIn) copy(t tensor.Tensor, off int64, name string) error {
 		}
 		cp.streams[ordinal] = stream
 	}
-	return queueCopyIn(stream, t, uintptr(cp.dst.Data())+uintptr(off), cp.place, size)
+	return queueCopyIn(stream, t, runs, uintptr(cp.dst.Data())+uintptr(off), cp.place, size)
 }
 
 // finish waits for the queued copies and returns the payload (one reference).
@@ -262,36 +263,43 @@ func copyHostToHost(t tensor.Tensor, size int) (buffer.Buffer, error) {
 	return payload, nil
 }
 
-// checkDeviceSource validates a device source: compact, and really memory of the device it
-// claims (CUDA-managed memory is addressable everywhere and is not checked).
-func checkDeviceSource(dev *cuda.Device, t tensor.Tensor, name string) error {
-	if !t.Compact() {
-		return status.Errorf(status.NotSupported,
-			"%s: a non-contiguous CUDA tensor (shape %v, strides %v) cannot be copied without a host round trip; make it contiguous first (e.g. tensor.contiguous())",
-			name, t.Shape, t.Strides)
+// maxDeviceSourceRuns bounds the copies one strided device source may take: a CUDA copy moves
+// contiguous bytes, so such a source is copied one contiguous piece at a time
+// (tensor.CompactRuns: a row of every other row is one piece, a transposed matrix one piece
+// per element). Beyond it the caller is asked for a contiguous tensor.
+const maxDeviceSourceRuns = 1 << 16
+
+// checkDeviceSource validates a device source: really memory of the device it claims
+// (CUDA-managed memory is addressable everywhere and is not checked), and, when strided, not
+// more than maxDeviceSourceRuns pieces. It returns the pieces to copy (nil when empty).
+func checkDeviceSource(dev *cuda.Device, t tensor.Tensor, name string) ([]tensor.Run, error) {
+	runs, ok := t.CompactRuns(maxDeviceSourceRuns)
+	if !ok {
+		return nil, status.Errorf(status.NotSupported,
+			"%s: a non-contiguous CUDA tensor (shape %v, strides %v) would take more than %d copies, one per contiguous piece; make it contiguous first (e.g. tensor.contiguous())",
+			name, t.Shape, t.Strides, maxDeviceSourceRuns)
 	}
 	if t.DeviceType != tensor.DeviceCUDA || t.ByteSize() == 0 {
-		return nil
+		return runs, nil
 	}
 	ord, err := dev.PointerDevice(uintptr(t.Data))
 	if err != nil {
-		return status.Errorf(status.InvalidArgument, "%s: %s", name, status.MessageOf(err))
+		return nil, status.Errorf(status.InvalidArgument, "%s: %s", name, status.MessageOf(err))
 	}
 	if ord != int(t.DeviceID) {
-		return status.Errorf(status.InvalidArgument, "%s: the tensor says cuda:%d but its data is memory of cuda:%d", name, t.DeviceID, ord)
+		return nil, status.Errorf(status.InvalidArgument, "%s: the tensor says cuda:%d but its data is memory of cuda:%d", name, t.DeviceID, ord)
 	}
-	return nil
+	return runs, nil
 }
 
 // queueCopyIn queues the copy of t to address dst (in the placement) on stream (the source's
-// device, or the target's for host sources).
-func queueCopyIn(stream *cuda.Stream, t tensor.Tensor, dst uintptr, place column.Placement, size int) error {
+// device, or the target's for host sources). A device source is copied piece by piece (runs,
+// from checkDeviceSource); a strided host one is made compact on the host first.
+func queueCopyIn(stream *cuda.Stream, t tensor.Tensor, runs []tensor.Run, dst uintptr, place column.Placement, size int) error {
 	if size == 0 {
 		return nil
 	}
-	src := uintptr(t.Data)
-	switch {
-	case !onDevice(t): // host (pageable or pinned) -> device
+	if !onDevice(t) { // host (pageable or pinned) -> device
 		if t.Compact() {
 			return stream.CopyHtoD(dst, t.Data, size)
 		}
@@ -304,6 +312,19 @@ func queueCopyIn(stream *cuda.Stream, t tensor.Tensor, dst uintptr, place column
 			return err
 		}
 		return stream.Sync() // the staging buffer is released on return
+	}
+	for _, r := range runs {
+		src := uintptr(int64(uintptr(t.Data)) + r.Src)
+		if err := copyDevicePiece(stream, t, dst+uintptr(r.Dst), src, place, int(r.Len)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyDevicePiece queues the copy of size contiguous bytes of device source t, at src, to dst.
+func copyDevicePiece(stream *cuda.Stream, t tensor.Tensor, dst, src uintptr, place column.Placement, size int) error {
+	switch {
 	case t.DeviceType == tensor.DeviceCUDAManaged: // unified addressing handles any target
 		return stream.CopyAny(dst, src, size)
 	case place.IsHost():

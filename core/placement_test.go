@@ -362,12 +362,84 @@ func testDeviceSourceValidation(t *testing.T, g *gpuFixture) {
 	assert.Contains(t, status.MessageOf(err), "tensors[0]: address 0x")
 	assert.Contains(t, status.MessageOf(err), "is not CUDA device memory")
 
-	strided := tn
-	strided.Shape, strided.Strides = []int64{2}, []int64{2}
-	err = g.writeReq(WriteRequest{Ordinal: 1, Tensors: []tensor.Tensor{strided}, Count: 2})
-	assert.Equal(t, status.NotSupported, status.CodeOf(err))
-	assert.Contains(t, status.MessageOf(err), "tensors[0]: a non-contiguous CUDA tensor (shape [2], strides [2])")
-	assert.Contains(t, status.MessageOf(err), "make it contiguous first")
+}
+
+func TestStridedDeviceSources(t *testing.T) { forEachDriver(t, nil, testStridedDeviceSources) }
+
+func TestDeviceSourceOfTooManyPieces(t *testing.T) {
+	paths := make([]string, 300)
+	for i := range paths {
+		paths[i] = fmt.Sprintf("/World/P%d", i)
+	}
+	forEachDriver(t, paths, func(t *testing.T, g *gpuFixture) {
+		src, tn := g.upload(0, []float32{1, 2, 3})
+		defer src.Release()
+		// a transposed view of 300 x 255 values: one driver copy per value would be too many
+		// (refused before any copy, so the tensor's extent is never read)
+		tn.Shape, tn.Strides = []int64{300, 255}, []int64{1, 300}
+		err := g.writeReq(WriteRequest{Ordinal: 1, Tensors: []tensor.Tensor{tn}})
+		assert.Equal(t, status.NotSupported, status.CodeOf(err))
+		assert.Equal(t, fmt.Sprintf("tensors[0]: a non-contiguous CUDA tensor (shape [300 255], strides [1 300]) "+
+			"would take more than %d copies, one per contiguous piece; make it contiguous first (e.g. tensor.contiguous())",
+			maxDeviceSourceRuns), status.MessageOf(err))
+	})
+}
+
+// A strided CUDA source is copied one contiguous piece at a time (tensor.CompactRuns), with no
+// host round trip, into a column on its own device, on another one and on the host.
+func testStridedDeviceSources(t *testing.T, g *gpuFixture) {
+	src, base := g.upload(0, []float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
+	defer src.Release()
+	view := func(first int, shape, strides []int64) tensor.Tensor {
+		tn := base
+		tn.Data = unsafe.Add(base.Data, 4*first)
+		tn.Shape, tn.Strides = shape, strides
+		return tn
+	}
+	cases := []struct {
+		name   string
+		tn     tensor.Tensor
+		want   []float32
+		pieces int64
+	}{
+		{"every fourth value", view(1, []int64{3}, []int64{4}), []float32{1, 5, 9}, 3},
+		{"reversed", view(2, []int64{3}, []int64{-1}), []float32{2, 1, 0}, 3},
+		{"every other pair", view(0, []int64{3, 2}, []int64{4, 1}), []float32{0, 1, 4, 5, 8, 9}, 3},
+		{"transposed", view(0, []int64{3, 2}, []int64{1, 3}), []float32{0, 3, 1, 4, 2, 5}, 6},
+	}
+	places := map[string]column.Placement{"cuda:0": column.CUDA(0), "other device": column.CUDA(int32(second())), "host": column.Host}
+	ordinal := uint64(0)
+	for _, c := range cases {
+		attr, err := g.s.Dictionary().InternToken("strided " + c.name) // one dtype per column
+		require.NoError(t, err)
+		g.attr = attr
+		for where, place := range places {
+			ordinal++
+			before := map[string]int64{}
+			for _, stat := range []string{"htod", "dtoh", "dtod", "peer"} {
+				before[stat] = cuda.FakeStat(stat)
+			}
+			require.NoError(t, g.writeReq(WriteRequest{Ordinal: ordinal, Tensors: []tensor.Tensor{c.tn}, Device: place}), "%s into %s", c.name, where)
+			if g.fake {
+				want := map[string]int64{"htod": 0, "dtoh": 0, "dtod": 0, "peer": 0}
+				switch {
+				case place.IsHost():
+					want["dtoh"] = c.pieces
+				case place.DeviceID == 0:
+					want["dtod"] = c.pieces
+				default:
+					want["peer"] = c.pieces
+				}
+				for stat, n := range want {
+					assert.Equal(t, before[stat]+n, cuda.FakeStat(stat), "%s into %s: %s copies", c.name, where, stat)
+				}
+			}
+			g.seal(ordinal)
+			grp := g.readGroup()
+			assert.Equal(t, c.want, download(t, grp.Tensors[0].Buffer, len(c.want)), "%s into %s", c.name, where)
+			require.NoError(t, g.s.ReleaseGroup(grp.ID))
+		}
+	}
 }
 
 func TestCudaSyncIsHonouredBeforeTheCopy(t *testing.T) {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,17 +53,28 @@ def problems(wheel: Path) -> list[str]:
     return found
 
 
-def main(argv: list[str]) -> int:
-    """Check the wheel named by argv[1]; print each problem."""
+def report(argv: list[str], usage: str, check: Callable[[Path], list[str]], fine: str) -> int:
+    """Run ``check`` on the file named by argv[1] and print each problem it finds, or
+    ``fine``; the exit status (2: usage, 1: problems). Shared with tools/check_sdist.py."""
     if len(argv) != 2:
-        print("usage: python tools/check_wheel.py WHEEL", file=sys.stderr)
+        print(f"usage: {usage}", file=sys.stderr)
         return 2
-    found = problems(Path(argv[1]))
+    found = check(Path(argv[1]))
     for line in found:
         print(f"{argv[1]}: {line}", file=sys.stderr)
     if not found:
-        print(f"{argv[1]}: holds every module, header and C package file")
+        print(f"{argv[1]}: {fine}")
     return 1 if found else 0
+
+
+def main(argv: list[str]) -> int:
+    """Check the wheel named by argv[1]; print each problem."""
+    return report(
+        argv,
+        "python tools/check_wheel.py WHEEL",
+        problems,
+        "holds every module, header and C package file",
+    )
 
 
 if __name__ == "__main__":

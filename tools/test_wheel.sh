@@ -7,7 +7,8 @@
 # 3. The suite's files (tests/, examples/, include/, README.md, pyproject.toml, the fake CUDA
 #    driver's source) are copied to a temp dir without python/, so `import ovstage` can only
 #    find the installed wheel, and a `go` that fails is first on PATH: nothing may need Go.
-# 4. There: python -m ovstage, the minimal example, then the whole Python suite (its C tests
+# 4. There: python -m ovstage (its build identity must be the source tree's,
+#    tools/build_identity.py), the minimal example, then the whole Python suite (its C tests
 #    compile against the wheel's headers and link its library, c_build.INSTALLED).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,8 +26,9 @@ echo "== fresh venv $WORK/venv"
 "$PYTHON" -m venv "$WORK/venv"
 "$WORK/venv/bin/python" -m pip install -q --disable-pip-version-check "$WHEEL[test]"
 
-mkdir -p "$WORK/src/core/cuda" "$WORK/nogo"
+mkdir -p "$WORK/src/core/cuda" "$WORK/src/tools" "$WORK/nogo"
 cp -R tests examples include README.md pyproject.toml "$WORK/src/"
+cp tools/build_identity.py "$WORK/src/tools/"
 cp -R core/cuda/testdata "$WORK/src/core/cuda/"
 find "$WORK/src" \( -name __pycache__ -o -name .pytest_cache \) -prune -exec rm -rf {} +
 cat > "$WORK/nogo/go" <<'SH'
@@ -51,6 +53,9 @@ venv = Path(sys.argv[1]).resolve()
 where = Path(ovstage.__file__).resolve()
 assert venv in where.parents, f"ovstage imported from {where}, not the wheel in {venv}"
 PYEOF
+# The wheel was built from this tree: its binaries carry this tree's identity (both of them:
+# test_build_identity.py checks the C library says what the extension says).
+python "$ROOT/tools/build_identity.py" --check-installed "$ROOT"
 echo "== the minimal example"
 python -W error::ResourceWarning examples/python/minimal/main.py
 echo "== the Python suite against the wheel"

@@ -137,3 +137,52 @@ func (t Tensor) CopyCompact(dst []byte) error {
 		}
 	}
 }
+
+// Run is one contiguous piece of a tensor's data: Len bytes at byte offset Src from Data (may
+// be negative: strides may be), which land at byte offset Dst of the compact copy.
+type Run struct{ Dst, Src, Len int64 }
+
+// CompactRuns lists the contiguous pieces a compact copy of the tensor is made of, in compact
+// order: what a copy engine that moves contiguous bytes only (a CUDA copy, docs/architecture.md)
+// queues one copy each for. The compact innermost axes form one piece, so a tensor of every
+// other row is one run per row. ok is false when there would be more than limit pieces (runs
+// is then nil). A compact tensor is one run; an empty one none.
+func (t Tensor) CompactRuns(limit int) (runs []Run, ok bool) {
+	size := t.ByteSize()
+	if size == 0 {
+		return nil, true
+	}
+	if t.Compact() {
+		return []Run{{0, 0, size}}, limit >= 1
+	}
+	// the compact suffix: the innermost axes whose strides are those of a compact tensor
+	block, outer := int64(1), len(t.Shape)-1
+	for ; outer >= 0 && (t.Shape[outer] == 1 || t.Strides[outer] == block); outer-- {
+		block *= t.Shape[outer]
+	}
+	count := int64(1)
+	for i := 0; i <= outer; i++ {
+		count *= t.Shape[i]
+		if count > int64(limit) {
+			return nil, false
+		}
+	}
+	elem := int64(t.DType.ElemBytes())
+	piece := block * elem
+	idx := make([]int64, outer+1)
+	runs = make([]Run, 0, count)
+	for dst := int64(0); dst < size; dst += piece {
+		src := int64(0)
+		for i, at := range idx {
+			src += at * t.Strides[i] * elem
+		}
+		runs = append(runs, Run{Dst: dst, Src: src, Len: piece})
+		for k := outer; k >= 0; k-- { // the next index, last axis fastest
+			if idx[k]++; idx[k] < t.Shape[k] {
+				break
+			}
+			idx[k] = 0
+		}
+	}
+	return runs, true
+}

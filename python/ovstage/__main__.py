@@ -22,6 +22,9 @@ from .population import _usd
 
 __all__ = ["main", "report"]
 
+#: The ``git_hash`` of a build that did not know its commit (the 0.3.0 binaries' default).
+UNKNOWN_HASH = "unknown"
+
 
 def _located(find: Callable[[], str]) -> str:
     """The path a ``get_*`` function returns, or why this install has none."""
@@ -29,6 +32,14 @@ def _located(find: Callable[[], str]) -> str:
         return find()
     except FileNotFoundError as exc:
         return f"none ({exc})"
+
+
+def _git_line(info: ovstage.BuildInfo) -> str:
+    """Branch and commit the build came from; an unknown commit says why it is unknown."""
+    line = f"{info.git_branch} {info.git_hash}"
+    if info.git_hash == UNKNOWN_HASH:
+        line += " (built outside git: neither a checkout nor an sdist stamped with its commit)"
+    return line
 
 
 def report() -> list[tuple[str, str]]:
@@ -44,7 +55,7 @@ def report() -> list[tuple[str, str]]:
         ("ovstage-go", ovstage.__version__),
         ("API version", ".".join(str(part) for part in ovstage.library_version())),
         ("build", info.build_string),
-        ("git", f"{info.git_branch} {info.git_hash}"),
+        ("git", _git_line(info)),
         ("Python", f"{platform.python_implementation()} {platform.python_version()}"),
         ("Python executable", sys.executable),
         ("platform", platform.platform()),

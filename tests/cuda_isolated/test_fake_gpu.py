@@ -99,22 +99,32 @@ def read_device(ptr: int, dtype: Any, count: int) -> list[Any]:
 class CudaArray:
     """A DLPack producer over fake device memory, like a torch/cupy CUDA tensor."""
 
-    def __init__(self, fake: FakeDriver, values: np.ndarray, device: int = 0) -> None:
+    def __init__(
+        self,
+        fake: FakeDriver,
+        values: np.ndarray,
+        device: int = 0,
+        view: tuple[tuple[int, ...], tuple[int, ...]] | None = None,
+    ) -> None:
+        """``values`` uploaded; the tensor is all of them, or ``view`` (shape, strides in
+        elements) over them."""
         self.fake = fake
         self.ptr = fake.upload(values, device)
         self.device = device
         self.streams: list[Any] = []
         self.deleted = 0
-        self._shape = (ctypes.c_int64 * values.ndim)(*values.shape)
+        shape, strides = view or (values.shape, None)
+        self._shape = (ctypes.c_int64 * len(shape))(*shape)
+        self._strides = None if strides is None else (ctypes.c_int64 * len(strides))(*strides)
         self._deleter = _DELETER(self._on_delete)
         self.managed = DLManagedTensor(
             dl_tensor=DLTensor(
                 data=self.ptr,
                 device=DLDevice(CUDA, device),
-                ndim=values.ndim,
+                ndim=len(shape),
                 dtype=numpy_to_dldatatype(values.dtype),
                 shape=self._shape,
-                strides=None,
+                strides=self._strides,
                 byte_offset=0,
             ),
             deleter=ctypes.cast(self._deleter, ctypes.c_void_p).value,
@@ -245,6 +255,30 @@ def test_cuda_tensor_write_stays_on_its_device(stage, query, fake) -> None:
         )
         assert managed.flags & 1, "read-only"
         run_deleter(managed, addr)
+
+
+@pytest.mark.parametrize(
+    ("view", "expected"),
+    [(((3,), (2,)), [0, 2, 4]), (((3, 2), (1, 3)), [0, 3, 1, 4, 2, 5])],
+    ids=["every-other", "transposed"],
+)
+def test_a_strided_cuda_source_is_copied_piece_by_piece_on_the_device(
+    stage, query, fake, view: tuple[tuple[int, ...], tuple[int, ...]], expected: list[float]
+) -> None:
+    """One device copy per contiguous piece (core/placement.go), never through the host."""
+    src = CudaArray(fake, np.arange(6, dtype=np.float32), view=view)
+    fake.trace()
+    dtod = fake.stat("dtod")
+    stage.write_attribute(query, "t", 1, src, is_array=False).wait()
+    calls = fake.trace()
+    assert "htod" not in calls and "dtoh" not in calls, calls
+    assert fake.stat("dtod") == dtod + len(expected), "one copy per value of these views"
+    src.close()
+    stage.advance_write_floor(1).wait()
+    with latest_group(stage, query, 1) as group:
+        tensor = group.tensor(0)
+        assert tensor.shape_tuple == view[0]
+        assert read_device(tensor.data, np.float32, len(expected)) == expected
 
 
 def test_explicit_device_option(stage, query, fake) -> None:

@@ -52,10 +52,19 @@ def test_versions(report: dict[str, str]) -> None:
     assert report["ovstage-go"] == ovstage.__version__
     assert report["API version"] == ".".join(map(str, ovstage.library_version()))
     assert report["build"] == info.build_string
-    assert report["git"] == f"{info.git_branch} {info.git_hash}"
+    assert report["git"].startswith(f"{info.git_branch} {info.git_hash}")
     assert report["Python"] == f"{platform.python_implementation()} {platform.python_version()}"
     assert report["Python executable"] == sys.executable
     assert report["numpy"] == np.__version__
+
+
+def test_an_unknown_commit_says_why(report: dict[str, str]) -> None:
+    info = ovstage.get_build_info()
+    why = " (built outside git: neither a checkout nor an sdist stamped with its commit)"
+    if info.git_hash == "unknown":
+        assert report["git"] == f"{info.git_branch} unknown{why}"
+    else:
+        assert report["git"] == f"{info.git_branch} {info.git_hash}"
 
 
 def test_cuda_status_and_reason(report: dict[str, str]) -> None:
