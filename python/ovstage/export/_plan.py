@@ -29,7 +29,7 @@ Rules of selection, in one place:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -492,15 +492,8 @@ class _Planner:
             if rule.metadata_kind in (MetadataKind.LAYER_CUSTOM_DATA, MetadataKind.LAYER_STANDARD):
                 self._layer_metadata(rule, column, index, parts, layer_fields)
                 continue
-            for path in self.candidates:
-                if not path_matches(rule.path, rule.path_match, path):
-                    continue
-                self.report["metadata_examined"] += 1
-                row = index.get(path)
-                if row is None or column is None:
-                    self.report["metadata_skipped"] += 1
-                    continue
-                value = _inverse.metadata_value(column, row, self.state.resolver)
+            for path, held, row in self._metadata_rows(rule, column, index):
+                value = _inverse.metadata_value(held, row, self.state.resolver)
                 if parts[0] in prim_fields:
                     self.plan.prim_metadata.append((path, parts, value))
                 elif not self._unknown_metadata(path, dest, value):
@@ -508,9 +501,11 @@ class _Planner:
                 self.plan.spec(path)
                 self.report["metadata_exported"] += 1
 
-    def _references(self, rule: Any, column: Column | None, index: dict[str, int]) -> None:
-        """A REFERENCES rule: each selected prim with a value gets the references it names,
-        prepended (several rules on one prim add up, in rule order)."""
+    def _metadata_rows(
+        self, rule: Any, column: Column | None, index: dict[str, int]
+    ) -> Iterator[tuple[str, Column, int]]:
+        """The candidate prims ``rule`` selects that hold a value in ``column``, with their
+        rows; counts each selected prim as examined and each without a value as skipped."""
         for path in self.candidates:
             if not path_matches(rule.path, rule.path_match, path):
                 continue
@@ -519,14 +514,18 @@ class _Planner:
             if row is None or column is None:
                 self.report["metadata_skipped"] += 1
                 continue
+            yield path, column, row
+
+    def _references(self, rule: Any, column: Column | None, index: dict[str, int]) -> None:
+        """A REFERENCES rule: each selected prim with a value gets the references it names,
+        prepended (several rules on one prim add up, in rule order)."""
+        for path, held, row in self._metadata_rows(rule, column, index):
             try:
-                refs = _inverse.references(
-                    _inverse.metadata_value(column, row, self.state.resolver)
-                )
+                refs = _inverse.references(_inverse.metadata_value(held, row, self.state.resolver))
             except _inverse.Unsupported as exc:
                 self.report["metadata_unsupported"] += 1
                 if rule.flags & RuleFlags.REQUIRED:
-                    raise _fail(f"prim {path}: {column.name}: {exc}") from None
+                    raise _fail(f"prim {path}: {held.name}: {exc}") from None
                 continue
             known = self.plan.references.setdefault(path, [])
             known += [r for r in refs if r not in known]
