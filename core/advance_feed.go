@@ -48,6 +48,9 @@ type SealedAdvance struct {
 type advanceFeed struct {
 	mu sync.Mutex
 	fn func(SealedAdvance)
+	// paths caches prim path strings: the same prims change advance after advance, and
+	// building a path string from the dictionary costs more than copying its value.
+	paths map[uint64]string
 }
 
 // ObserveAdvances attaches fn, called with what every later floor advance seals, on the
@@ -62,7 +65,7 @@ func (s *Stage) ObserveAdvances(fn func(SealedAdvance)) (detach func(), err erro
 	if s.feed.Load() != nil {
 		return nil, status.Errorf(status.InvalidArgument, "%s already has an advance observer (one publisher per stage)", s.label())
 	}
-	f := &advanceFeed{fn: fn}
+	f := &advanceFeed{fn: fn, paths: map[uint64]string{}}
 	s.feed.Store(f)
 	return func() { s.feed.CompareAndSwap(f, nil) }, nil
 }
@@ -87,7 +90,7 @@ func (f *advanceFeed) report(s *Stage, adv floorAdvance, work []sealWork) {
 		if isDerived(name) {
 			continue
 		}
-		if cc, ok := collectColumn(s, name, w); ok {
+		if cc, ok := f.collectColumn(s, name, w); ok {
 			out.Columns = append(out.Columns, cc)
 		}
 	}
@@ -95,26 +98,30 @@ func (f *advanceFeed) report(s *Stage, adv floorAdvance, work []sealWork) {
 }
 
 // collectColumn copies one column's sealed changes in (w.from, w.floor].
-func collectColumn(s *Stage, name string, w sealWork) (ColumnChanges, bool) {
-	prims, ordinals, exact := w.col.SealedChanges(w.from, w.floor)
-	if len(prims) == 0 {
-		return ColumnChanges{}, false
-	}
+func (f *advanceFeed) collectColumn(s *Stage, name string, w sealWork) (ColumnChanges, bool) {
 	sc := w.col.Schema
-	cc := ColumnChanges{Attribute: name, IsArray: sc.IsArray, DType: sc.DType, Semantic: sc.Semantic,
-		Exact: exact, Paths: make([]string, 0, len(prims)), Ordinals: make([]uint64, 0, len(prims))}
-	elem := int64(w.col.RowBytes())
-	w.col.SealedValues(prims, func(i int, deleted bool, value []byte) {
-		cc.Paths = append(cc.Paths, s.pathName(prims[i]))
-		cc.Ordinals = append(cc.Ordinals, ordinals[i])
+	cc := ColumnChanges{Attribute: name, IsArray: sc.IsArray, DType: sc.DType, Semantic: sc.Semantic}
+	elem := int64(max(w.col.RowBytes(), 1))
+	cc.Exact = w.col.SealedChanges(w.from, w.floor, func(prim, ordinal uint64, deleted bool, value []byte) {
+		cc.Paths = append(cc.Paths, f.pathName(s, prim))
+		cc.Ordinals = append(cc.Ordinals, ordinal)
 		cc.Deleted = append(cc.Deleted, deleted)
 		if deleted {
 			return
 		}
 		cc.Values = append(cc.Values, value...)
 		if sc.IsArray {
-			cc.Lengths = append(cc.Lengths, int64(len(value))/max(elem, 1))
+			cc.Lengths = append(cc.Lengths, int64(len(value))/elem)
 		}
 	})
 	return cc, len(cc.Paths) > 0
+}
+
+func (f *advanceFeed) pathName(s *Stage, p uint64) string {
+	name, ok := f.paths[p]
+	if !ok {
+		name = s.pathName(p)
+		f.paths[p] = name
+	}
+	return name
 }

@@ -67,7 +67,9 @@ type Publisher struct {
 	st  PublisherStatus
 	seq uint64 // advances observed (each gets the next number, dropped ones too)
 
-	closing   chan struct{}
+	flush     time.Duration // how long Close keeps publishing (closeFlush; shorter in tests)
+	closing   chan struct{} // closed by Close: publish what is queued, then stop
+	abort     chan struct{} // closed closeFlush after Close: stop retrying
 	done      chan struct{}
 	closeOnce sync.Once
 }
@@ -91,7 +93,7 @@ func Publish(s *core.Stage, opt PublishOptions) (_ *Publisher, err error) {
 	if opt.Queue == 0 {
 		opt.Queue = 64
 	}
-	p := &Publisher{n: n, queue: make(chan queued, opt.Queue), closing: make(chan struct{}), done: make(chan struct{})}
+	p := &Publisher{n: n, flush: closeFlush, queue: make(chan queued, opt.Queue), closing: make(chan struct{}), abort: make(chan struct{}), done: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			p.release()
@@ -225,7 +227,6 @@ func (p *Publisher) publish(q queued) bool {
 		return true
 	}
 	backoff := 50 * time.Millisecond
-	var giveUp <-chan time.Time
 	for {
 		err := p.send(msgs)
 		if err == nil {
@@ -233,14 +234,7 @@ func (p *Publisher) publish(q queued) bool {
 		}
 		p.setError(fmt.Sprintf("publishing the advance to %d: %v (retrying)", q.adv.Ordinal, err))
 		select {
-		case <-p.closing:
-			if giveUp == nil {
-				giveUp = time.After(closeFlush)
-			}
-		default:
-		}
-		select {
-		case <-giveUp:
+		case <-p.abort:
 			return false
 		case <-time.After(backoff):
 		}
@@ -304,6 +298,8 @@ func (p *Publisher) send(msgs []message) error {
 			return err
 		case <-timeout:
 			return fmt.Errorf("no acknowledgement within %s", ackTimeout)
+		case <-p.abort:
+			return errors.New("closed before the server acknowledged")
 		}
 	}
 	return nil
@@ -363,8 +359,14 @@ func (p *Publisher) Close() {
 	p.closeOnce.Do(func() {
 		p.detach()
 		close(p.closing)
+		stop := time.AfterFunc(p.flush, func() { close(p.abort) })
 		<-p.done
-		p.unclaim()
+		if stop.Stop() {
+			close(p.abort)
+		}
+		if p.nc.IsConnected() {
+			p.unclaim()
+		}
 		p.release()
 	})
 }

@@ -264,3 +264,40 @@ func TestEmbeddedStorageSurvivesRestart(t *testing.T) {
 	got, _ := seen(1)
 	require.Equal(t, visible{"x": {"/A": string(bytesOf(vals[:1])), "/B": string(bytesOf(vals[1:]))}}, got)
 }
+
+// TestPrimaryKeepsWorkingWhenTheServerGoes: with the server gone, advances still complete at
+// once, the publisher reports the outage and the drops, and Close returns within its bound.
+func TestPrimaryKeepsWorkingWhenTheServerGoes(t *testing.T) {
+	emb, err := StartEmbedded("")
+	require.NoError(t, err)
+	s := core.NewStage("gone", core.Config{})
+	t.Cleanup(s.Destroy)
+	pub, err := Publish(s, PublishOptions{URL: emb.URL(), Queue: 2})
+	require.NoError(t, err)
+	pub.flush = 300 * time.Millisecond
+	q := queryOf(t, s, []string{"/A"})
+	vals := []float32{1}
+	step := func(o uint64) {
+		op, err := s.WriteAttribute(core.WriteRequest{Query: q, AttrName: "x", Ordinal: o,
+			Tensors: []tensor.Tensor{{Data: unsafe.Pointer(&vals[0]), DeviceType: tensor.DeviceCPU, DType: f32, Shape: []int64{1}}}})
+		must(t, s, op, err)
+		op, err = s.AdvanceWriteFloor(o, core.ScopeAll, nil)
+		must(t, s, op, err)
+	}
+	step(1)
+	waitFor(t, "the first advance", func() bool { return pub.Status().Advances == 1 })
+	emb.Shutdown()
+	start := time.Now()
+	for o := uint64(2); o <= 10; o++ {
+		step(o)
+	}
+	require.Less(t, time.Since(start), 5*time.Second)
+	waitFor(t, "the outage to be reported", func() bool { st := pub.Status(); return st.LastError != "" && st.Dropped > 0 })
+	st := pub.Status()
+	require.False(t, st.Connected)
+	require.Equal(t, uint64(1), st.Ordinal)
+	require.Equal(t, uint64(10), st.SealedOrdinal)
+	start = time.Now()
+	pub.Close()
+	require.Less(t, time.Since(start), 3*time.Second)
+}

@@ -1,5 +1,7 @@
 package column
 
+import "sort"
+
 // SealedFixed returns, for a fixed-size column, every prim whose sealed version is a value
 // (not a tombstone; keys with only unsealed changes are left out), the row of each, and a
 // snapshot pinning the sealed buffer: prim k's value is at byte rows[k]*RowBytes() of
@@ -21,68 +23,75 @@ func (c *Column) SealedFixed() (prims []uint64, rows []int32, snap Snapshot) {
 	return prims, rows, snap
 }
 
-// SealedChanges lists the rows whose newest sealed change lies in (from, floor], with that
-// change's ordinal, for replication (docs/replication.md). When change records above from were
-// coalesced away (the retention frontier passed from+1), membership is no longer exact: every
-// row with a sealed version is listed, at floor, and exact is false.
-func (c *Column) SealedChanges(from, floor uint64) (prims, ordinals []uint64, exact bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.frontier > from+1 {
-		for r := int32(0); int(r) < c.rows.len(); r++ {
-			if c.keys.get(r).hasSealed {
-				prims = append(prims, c.rows.primAt(r))
-				ordinals = append(ordinals, floor)
-			}
-		}
-		return prims, ordinals, false
-	}
-	at := map[int32]uint64{}
-	var order []int32
-	for _, rec := range c.records { // (ordinal, seq) order: later records win
-		if rec.ordinal <= from || rec.ordinal > floor {
-			continue
-		}
-		for _, r := range rec.rows {
-			if _, seen := at[r]; !seen {
-				order = append(order, r)
-			}
-			at[r] = rec.ordinal
-		}
-	}
-	for _, r := range order {
-		prims = append(prims, c.rows.primAt(r))
-		ordinals = append(ordinals, at[r])
-	}
-	return prims, ordinals, true
-}
-
-// SealedValues calls fn for each of prims that has a sealed version: deleted for a tombstone,
-// else the value (a fixed row's bytes, or an array row's element bytes; valid only during the
-// call). Changes above the floor are not seen.
-func (c *Column) SealedValues(prims []uint64, fn func(i int, deleted bool, value []byte)) {
+// SealedChanges calls fn, in row order, for each row whose newest sealed change lies in
+// (from, floor], for replication (docs/replication.md): its prim, that change's ordinal, and
+// its sealed state, a tombstone (deleted) or a value (a fixed row's bytes, or an array row's
+// element bytes; valid only during the call). When change records above from were coalesced
+// away (the retention frontier passed from+1), membership is no longer exact: fn sees every
+// row with a sealed version, at floor, and exact is false.
+func (c *Column) SealedChanges(from, floor uint64, fn func(prim, ordinal uint64, deleted bool, value []byte)) (exact bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	views := hostViews{placer: c.placer}
 	defer views.release()
-	rb := c.rowBytes
-	for i, p := range prims {
-		r, ok := c.rows.lookup(p)
-		if !ok || !c.keys.get(r).hasSealed {
-			continue
-		}
-		switch k := c.keys.get(r); {
+	emit := func(r int32, ordinal uint64) {
+		k := c.keys.get(r)
+		switch {
+		case !k.hasSealed:
 		case k.deleted:
-			fn(i, true, nil)
+			fn(c.rows.primAt(r), ordinal, true, nil)
 		case c.Schema.IsArray:
 			a := c.arrays[r]
 			if a.n == 0 {
-				fn(i, false, []byte{})
-				continue
+				fn(c.rows.primAt(r), ordinal, false, []byte{})
+				return
 			}
-			fn(i, false, views.bytes(a.buf)[a.off:a.off+a.n*int64(rb)])
+			fn(c.rows.primAt(r), ordinal, false, views.bytes(a.buf)[a.off:a.off+a.n*int64(c.rowBytes)])
 		default:
-			fn(i, false, views.bytes(c.sealed)[int(r)*rb:int(r+1)*rb])
+			rb := c.rowBytes
+			fn(c.rows.primAt(r), ordinal, false, views.bytes(c.sealed)[int(r)*rb:int(r+1)*rb])
 		}
 	}
+	nrows := c.rows.len()
+	if c.frontier > from+1 {
+		for r := int32(0); int(r) < nrows; r++ {
+			emit(r, floor)
+		}
+		return false
+	}
+	lo := sort.Search(len(c.records), func(i int) bool { return c.records[i].ordinal > from })
+	hi := sort.Search(len(c.records), func(i int) bool { return c.records[i].ordinal > floor })
+	touched := 0
+	for _, rec := range c.records[lo:hi] {
+		touched += len(rec.rows)
+	}
+	if touched*4 >= nrows { // dense: one ordinal slot per row, then a pass in row order
+		at := make([]uint64, nrows)
+		for _, rec := range c.records[lo:hi] { // (ordinal, seq) order: later records win
+			for _, r := range rec.rows {
+				at[r] = rec.ordinal
+			}
+		}
+		for r, o := range at {
+			if o != 0 {
+				emit(int32(r), o)
+			}
+		}
+		return true
+	}
+	at := map[int32]uint64{}
+	for _, rec := range c.records[lo:hi] {
+		for _, r := range rec.rows {
+			at[r] = rec.ordinal
+		}
+	}
+	rows := make([]int32, 0, len(at))
+	for r := range at {
+		rows = append(rows, r)
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i] < rows[j] })
+	for _, r := range rows {
+		emit(r, at[r])
+	}
+	return true
 }
