@@ -37,11 +37,15 @@ type floorMsg struct {
 	Nanos      int64
 }
 
-// dataMsg is one part of an advance's changes of one column.
+// dataMsg is one part of an advance's changes of one column. SamePaths: the message lists
+// no paths, they are those of the previous message of this attribute and part in the same
+// epoch (the same prims change advance after advance; a replica reads the stream in order).
 type dataMsg struct {
-	Epoch   string
-	Seq     uint64
-	Changes core.ColumnChanges
+	Epoch     string
+	Seq       uint64
+	Part      int
+	SamePaths bool
+	Changes   core.ColumnChanges
 }
 
 type writer struct{ b []byte }
@@ -85,10 +89,12 @@ func encodeFloor(m floorMsg) []byte {
 // encodeData encodes entries [lo, hi) of c (valueLo: byte offset of entry lo's value in
 // c.Values, lenLo: index of its length in c.Lengths). Paths are front-coded against the
 // previous path of the message: sibling prims share most of their path.
-func encodeData(epoch string, seq uint64, c *core.ColumnChanges, lo, hi int, valueLo, valueHi, lenLo, lenHi int) []byte {
+func encodeData(epoch string, seq uint64, part int, samePaths bool, c *core.ColumnChanges, lo, hi int, valueLo, valueHi, lenLo, lenHi int) []byte {
 	w := newWriter(kindData, 64+len(c.Attribute)+(valueHi-valueLo)+(hi-lo)*8)
 	w.str(epoch)
 	w.uv(seq)
+	w.uv(uint64(part))
+	w.bool(samePaths)
 	w.str(c.Attribute)
 	w.bool(c.IsArray)
 	w.u8(c.DType.Code)
@@ -99,13 +105,15 @@ func encodeData(epoch string, seq uint64, c *core.ColumnChanges, lo, hi int, val
 	w.uv(uint64(hi - lo))
 	prev := ""
 	for i := lo; i < hi; i++ {
-		p := c.Paths[i]
-		shared := commonPrefix(prev, p)
-		w.uv(uint64(shared))
-		w.str(p[shared:])
+		if !samePaths {
+			p := c.Paths[i]
+			shared := commonPrefix(prev, p)
+			w.uv(uint64(shared))
+			w.str(p[shared:])
+			prev = p
+		}
 		w.uv(c.Ordinals[i])
 		w.bool(c.Deleted[i])
-		prev = p
 	}
 	if c.IsArray {
 		for _, n := range c.Lengths[lenLo:lenHi] {
@@ -217,7 +225,7 @@ func decodeFloor(r *reader) (floorMsg, error) {
 }
 
 func decodeData(r *reader) (dataMsg, error) {
-	m := dataMsg{Epoch: r.str("epoch"), Seq: r.uv("seq")}
+	m := dataMsg{Epoch: r.str("epoch"), Seq: r.uv("seq"), Part: int(r.uv("part")), SamePaths: r.bool("same paths")}
 	c := &m.Changes
 	c.Attribute = r.str("attribute")
 	c.IsArray = r.bool("is_array")
@@ -225,25 +233,29 @@ func decodeData(r *reader) (dataMsg, error) {
 	c.DType.Lanes = uint16(r.uv("lanes"))
 	c.Semantic = int32(uint32(r.uv("semantic")))
 	c.Exact = r.bool("exact")
-	n := r.count(4, "entry count")
-	c.Paths, c.Ordinals, c.Deleted = make([]string, 0, n), make([]uint64, 0, n), make([]bool, 0, n)
+	n := r.count(2, "entry count")
+	c.Ordinals, c.Deleted = make([]uint64, 0, n), make([]bool, 0, n)
+	if !m.SamePaths {
+		c.Paths = make([]string, 0, n)
+	}
 	prev := ""
 	written := 0
 	for range n {
-		shared := r.uv("path prefix")
-		if shared > uint64(len(prev)) {
-			r.fail("path prefix")
-			break
+		if !m.SamePaths {
+			shared := r.uv("path prefix")
+			if shared > uint64(len(prev)) {
+				r.fail("path prefix")
+				break
+			}
+			prev = prev[:shared] + r.str("path")
+			c.Paths = append(c.Paths, prev)
 		}
-		p := prev[:shared] + r.str("path")
-		c.Paths = append(c.Paths, p)
 		c.Ordinals = append(c.Ordinals, r.uv("ordinal"))
 		del := r.bool("deleted")
 		c.Deleted = append(c.Deleted, del)
 		if !del {
 			written++
 		}
-		prev = p
 	}
 	elem := uint64(c.DType.ElemBytes())
 	total := uint64(0)

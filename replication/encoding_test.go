@@ -21,7 +21,7 @@ func TestDataRoundTripsAndSplits(t *testing.T) {
 	for i := range c.Values {
 		c.Values[i] = byte(i)
 	}
-	whole, err := splitColumn("ep", 7, &c, 1<<20)
+	whole, err := splitColumn("ep", 7, &c, 1<<20, nil)
 	require.NoError(t, err)
 	require.Len(t, whole, 1)
 	kind, r, err := decodeKind(whole[0])
@@ -34,7 +34,7 @@ func TestDataRoundTripsAndSplits(t *testing.T) {
 	require.Equal(t, c, m.Changes)
 
 	// A small limit splits the entries over several messages that concatenate back.
-	parts, err := splitColumn("ep", 7, &c, 340)
+	parts, err := splitColumn("ep", 7, &c, 340, nil)
 	require.NoError(t, err)
 	require.Greater(t, len(parts), 1)
 	var got core.ColumnChanges
@@ -59,7 +59,7 @@ func TestDataRoundTripsAndSplits(t *testing.T) {
 
 func TestValueOverLimitIsAnError(t *testing.T) {
 	c := sampleArray()
-	_, err := splitColumn("ep", 1, &c, 100)
+	_, err := splitColumn("ep", 1, &c, 100, nil)
 	require.ErrorContains(t, err, "exceeds the server's message limit")
 }
 
@@ -74,7 +74,7 @@ func TestFloorRoundTrips(t *testing.T) {
 
 func TestCorruptMessagesAreErrorsNotPanics(t *testing.T) {
 	c := sampleArray()
-	parts, err := splitColumn("ep", 1, &c, 1<<20)
+	parts, err := splitColumn("ep", 1, &c, 1<<20, nil)
 	require.NoError(t, err)
 	good := parts[0]
 	for n := 0; n < len(good); n++ {
@@ -104,4 +104,40 @@ func TestNames(t *testing.T) {
 	require.ErrorContains(t, checkURL("http://x:1"), "scheme")
 	require.NoError(t, checkURL("nats://u:p@127.0.0.1:4222,tls://h:1"))
 	require.Equal(t, "nats://%2A%2A%2A@h:1", redact("nats://u:secret@h:1"))
+}
+
+func TestRepeatedPathsAreSentOnce(t *testing.T) {
+	c := sampleArray()
+	memo := pathMemo{}
+	first, err := splitColumn("ep", 1, &c, 1<<20, memo)
+	require.NoError(t, err)
+	again, err := splitColumn("ep", 2, &c, 1<<20, memo)
+	require.NoError(t, err)
+	require.Less(t, len(again[0]), len(first[0]))
+
+	r := &Replica{known: map[memoKey]*knownPaths{}}
+	for i, b := range [][]byte{first[0], again[0]} {
+		_, rd, err := decodeKind(b)
+		require.NoError(t, err)
+		m, err := decodeData(rd)
+		require.NoError(t, err)
+		require.Equal(t, i == 1, m.SamePaths)
+		_, err = r.pathsOf(&m)
+		require.NoError(t, err)
+		require.Equal(t, c.Paths, m.Changes.Paths)
+	}
+	// A reference to paths never seen is an error.
+	_, rd, _ := decodeKind(again[0])
+	m, err := decodeData(rd)
+	require.NoError(t, err)
+	_, err = (&Replica{known: map[memoKey]*knownPaths{}}).pathsOf(&m)
+	require.ErrorIs(t, err, errCorrupt)
+
+	c.Paths = append([]string{"/World/changed"}, c.Paths[1:]...)
+	third, err := splitColumn("ep", 3, &c, 1<<20, memo)
+	require.NoError(t, err)
+	_, rd, _ = decodeKind(third[0])
+	m, err = decodeData(rd)
+	require.NoError(t, err)
+	require.False(t, m.SamePaths)
 }

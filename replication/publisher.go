@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -62,6 +63,7 @@ type Publisher struct {
 	limit  int
 	detach func()
 	queue  chan queued
+	memo   pathMemo // used by the publishing goroutine only
 
 	mu  sync.Mutex
 	st  PublisherStatus
@@ -93,7 +95,7 @@ func Publish(s *core.Stage, opt PublishOptions) (_ *Publisher, err error) {
 	if opt.Queue == 0 {
 		opt.Queue = 64
 	}
-	p := &Publisher{n: n, flush: closeFlush, queue: make(chan queued, opt.Queue), closing: make(chan struct{}), abort: make(chan struct{}), done: make(chan struct{})}
+	p := &Publisher{n: n, flush: closeFlush, memo: pathMemo{}, queue: make(chan queued, opt.Queue), closing: make(chan struct{}), abort: make(chan struct{}), done: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			p.release()
@@ -262,7 +264,7 @@ func (p *Publisher) encode(q queued) ([]message, int, error) {
 	bytes := 0
 	for i := range q.adv.Columns {
 		c := &q.adv.Columns[i]
-		parts, err := splitColumn(p.epoch, q.seq, c, p.limit)
+		parts, err := splitColumn(p.epoch, q.seq, c, p.limit, p.memo)
 		if err != nil {
 			return nil, 0, fmt.Errorf("advance to %d not published: %w", q.adv.Ordinal, err)
 		}
@@ -305,13 +307,36 @@ func (p *Publisher) send(msgs []message) error {
 	return nil
 }
 
+// pathMemo remembers the paths of each (attribute, part) last published, so a message whose
+// prims are the same again sends none (dataMsg.SamePaths). nil remembers nothing.
+type pathMemo map[memoKey][]string
+
+type memoKey struct {
+	attribute string
+	part      int
+}
+
+// same reports whether paths equal the last ones of key, and remembers them.
+func (m pathMemo) same(key memoKey, paths []string) bool {
+	if m == nil {
+		return false
+	}
+	prev, ok := m[key]
+	m[key] = paths
+	return ok && slices.Equal(prev, paths)
+}
+
 // splitColumn encodes c as data messages of at most limit bytes each.
-func splitColumn(epoch string, seq uint64, c *core.ColumnChanges, limit int) ([][]byte, error) {
+func splitColumn(epoch string, seq uint64, c *core.ColumnChanges, limit int, memo pathMemo) ([][]byte, error) {
 	elem := c.DType.ElemBytes()
 	var out [][]byte
 	lo, vlo, llo := 0, 0, 0
 	size := 0
 	v, l := 0, 0 // value offset and length index at entry i
+	flush := func(hi int) {
+		same := memo.same(memoKey{c.Attribute, len(out)}, c.Paths[lo:hi])
+		out = append(out, encodeData(epoch, seq, len(out), same, c, lo, hi, vlo, v, llo, l))
+	}
 	for i := range c.Paths {
 		entry := len(c.Paths[i]) + 24
 		vbytes := 0
@@ -325,7 +350,7 @@ func splitColumn(epoch string, seq uint64, c *core.ColumnChanges, limit int) ([]
 			return nil, fmt.Errorf("%s: the value of %s (%d bytes) exceeds the server's message limit of %d bytes", c.Attribute, c.Paths[i], vbytes, limit)
 		}
 		if size+entry+vbytes+256 > limit && i > lo {
-			out = append(out, encodeData(epoch, seq, c, lo, i, vlo, v, llo, l))
+			flush(i)
 			lo, vlo, llo, size = i, v, l, 0
 		}
 		size += entry + vbytes
@@ -336,7 +361,7 @@ func splitColumn(epoch string, seq uint64, c *core.ColumnChanges, limit int) ([]
 			}
 		}
 	}
-	out = append(out, encodeData(epoch, seq, c, lo, len(c.Paths), vlo, v, llo, l))
+	flush(len(c.Paths))
 	return out, nil
 }
 

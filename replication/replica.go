@@ -51,6 +51,21 @@ type Replica struct {
 	parts   uint32 // data messages applied of the advance in progress
 	applied int64  // primary time of the newest applied advance
 	closed  bool
+	// known holds the paths of the last message of each (attribute, part), with a query of
+	// them once one was needed (dataMsg.SamePaths).
+	known map[memoKey]*knownPaths
+}
+
+type knownPaths struct {
+	paths   []string
+	query   uint64
+	release func()
+}
+
+func (k *knownPaths) drop() {
+	if k.release != nil {
+		k.release()
+	}
 }
 
 // StartReplica follows the stream of name on url and applies it to s, which the caller
@@ -63,7 +78,7 @@ func StartReplica(s *core.Stage, url, name string) (_ *Replica, err error) {
 	if url == "" {
 		return nil, errors.New("url is empty: a replica connects to the primary's NATS server (Publisher.url)")
 	}
-	r := &Replica{n: n, stage: s}
+	r := &Replica{n: n, stage: s, known: map[memoKey]*knownPaths{}}
 	r.st.URL, r.st.Stream = redact(url), n.stream
 	if r.nc, err = connect(url); err != nil {
 		return nil, err
@@ -128,7 +143,11 @@ func (r *Replica) applyMessage(b []byte) (err error) {
 		if skip, err := r.admit(m.Epoch, m.Seq); skip || err != nil {
 			return err
 		}
-		if err := r.applyColumn(&m.Changes); err != nil {
+		known, err := r.pathsOf(&m)
+		if err != nil {
+			return err
+		}
+		if err := r.applyColumn(&m.Changes, known); err != nil {
 			return fmt.Errorf("applying %s of advance %d: %w", m.Changes.Attribute, m.Seq, err)
 		}
 		r.parts++
@@ -172,6 +191,26 @@ func (r *Replica) admit(epoch string, seq uint64) (skip bool, err error) {
 	return false, nil
 }
 
+// pathsOf fills in the paths of a message that refers to the previous ones, or remembers
+// the paths it lists.
+func (r *Replica) pathsOf(m *dataMsg) (*knownPaths, error) {
+	key := memoKey{m.Changes.Attribute, m.Part}
+	k := r.known[key]
+	if m.SamePaths {
+		if k == nil || len(k.paths) != len(m.Changes.Ordinals) {
+			return nil, fmt.Errorf("%w: advance %d part %d of %s refers to paths this replica has not seen", errCorrupt, m.Seq, m.Part, key.attribute)
+		}
+		m.Changes.Paths = k.paths
+		return k, nil
+	}
+	if k != nil {
+		k.drop()
+	}
+	k = &knownPaths{paths: m.Changes.Paths}
+	r.known[key] = k
+	return k, nil
+}
+
 // wait waits for op and stops tracking it.
 func (r *Replica) wait(op uint64) error {
 	res, err := r.stage.WaitOp(op, core.TimeoutInfinite)
@@ -205,7 +244,7 @@ func (r *Replica) query(paths []string) (uint64, func(), error) {
 }
 
 // applyColumn writes and deletes c's entries at their ordinals, lowest first.
-func (r *Replica) applyColumn(c *core.ColumnChanges) error {
+func (r *Replica) applyColumn(c *core.ColumnChanges, known *knownPaths) error {
 	elem := int64(c.DType.ElemBytes())
 	offs := make([]int64, len(c.Paths)) // value offset, lengths index packed below
 	lens := make([]int64, len(c.Paths))
@@ -237,7 +276,7 @@ func (r *Replica) applyColumn(c *core.ColumnChanges) error {
 				writes = append(writes, i)
 			}
 		}
-		if err := r.write(c, o, writes, offs, lens); err != nil {
+		if err := r.write(c, o, writes, offs, lens, known); err != nil {
 			return err
 		}
 		if err := r.delete(c, o, deletes); err != nil {
@@ -256,7 +295,7 @@ func pathsOf(c *core.ColumnChanges, idx []int) []string {
 }
 
 // write writes entries idx of c at ordinal from one contiguous copy of their values.
-func (r *Replica) write(c *core.ColumnChanges, ordinal uint64, idx []int, offs, lens []int64) error {
+func (r *Replica) write(c *core.ColumnChanges, ordinal uint64, idx []int, offs, lens []int64, known *knownPaths) error {
 	if len(idx) == 0 {
 		return nil
 	}
@@ -284,11 +323,23 @@ func (r *Replica) write(c *core.ColumnChanges, ordinal uint64, idx []int, offs, 
 	if !c.IsArray {
 		tensors = []tensor.Tensor{{Data: base, DeviceType: tensor.DeviceCPU, DType: c.DType, Shape: []int64{int64(len(idx))}}}
 	}
-	q, release, err := r.query(pathsOf(c, idx))
-	if err != nil {
-		return err
+	var q uint64
+	if len(idx) == len(known.paths) { // every entry: the remembered query of these paths
+		if known.release == nil {
+			var err error
+			if known.query, known.release, err = r.query(known.paths); err != nil {
+				return err
+			}
+		}
+		q = known.query
+	} else {
+		var release func()
+		var err error
+		if q, release, err = r.query(pathsOf(c, idx)); err != nil {
+			return err
+		}
+		defer release()
 	}
-	defer release()
 	op, err := r.stage.WriteAttribute(core.WriteRequest{Query: q, AttrName: c.Attribute, Ordinal: ordinal,
 		Tensors: tensors, Semantic: c.Semantic, IsArray: c.IsArray})
 	if err != nil {
@@ -375,6 +426,9 @@ func (r *Replica) Close() {
 	r.cons.Stop()
 	r.mu.Lock()
 	r.closed = true
+	for _, k := range r.known {
+		k.drop()
+	}
 	r.mu.Unlock()
 	r.nc.Close()
 }

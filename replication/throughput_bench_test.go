@@ -96,7 +96,7 @@ func measureReplication(b *testing.B, prims, ordinals int) (pubRate, repRate, ra
 	// The same bytes, published raw: one message per data message the publisher made.
 	c := core.ColumnChanges{Attribute: "pos", DType: dt, Exact: true, Paths: paths,
 		Ordinals: make([]uint64, prims), Deleted: make([]bool, prims), Values: unsafe.Slice((*byte)(unsafe.Pointer(&vals[0])), 12*prims)}
-	parts, err := splitColumn("x", 1, &c, pub.limit)
+	parts, err := splitColumn("x", 1, &c, pub.limit, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
