@@ -28,6 +28,7 @@ SCRIPTS = [
     "bench_history.py",
     "bench_population.py",
     "bench_chart.py",
+    "bench_replication.py",
 ]
 QUICK = {
     "bench_step.py",
@@ -39,6 +40,7 @@ QUICK = {
     "bench_scaling.py",
     "bench_history.py",
     "bench_population.py",
+    "bench_replication.py",
 }
 
 
