@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ._errors import OvstageError
 from ._lib import call, native
@@ -43,6 +44,28 @@ def _start(fn: Any, *args: Any) -> int:
         return int(call(fn, *args))
     except OvstageError as exc:
         raise ReplicationError(exc.code, exc.message) from None
+
+
+S = TypeVar("S")
+
+
+def _status(fn: Any, oid: int, what: str) -> dict[str, Any]:
+    if oid == 0:
+        raise ReplicationError(2, f"the {what} is closed")
+    status: dict[str, Any] = json.loads(call(fn, oid))
+    return status
+
+
+def _poll(get: Callable[[], S], done: Callable[[S], bool], timeout: float, what: str) -> S:
+    """Poll ``get()`` until ``done`` holds (a few ms apart); ``TimeoutError`` after timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = get()
+        if done(st):
+            return st
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} within {timeout}s: {st}")
+        time.sleep(0.005)
 
 
 @dataclass(frozen=True)
@@ -101,20 +124,16 @@ class Publisher:
     @property
     def status(self) -> PublisherStatus:
         """The publisher's progress (see :class:`PublisherStatus`)."""
-        if self._id == 0:
-            raise ReplicationError(2, "the publisher is closed")
-        return PublisherStatus(**json.loads(call(native.PublisherStatus, self._id)))
+        return PublisherStatus(**_status(native.PublisherStatus, self._id, "publisher"))
 
     def wait_published(self, ordinal: int, timeout: float = 10.0) -> PublisherStatus:
         """Wait until the advance to ``ordinal`` is published; raise ``TimeoutError``."""
-        deadline = time.monotonic() + timeout
-        while True:
-            st = self.status
-            if st.ordinal >= ordinal:
-                return st
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"advance to {ordinal} not published within {timeout}s: {st}")
-            time.sleep(0.005)
+        return _poll(
+            lambda: self.status,
+            lambda st: st.ordinal >= ordinal,
+            timeout,
+            f"advance to {ordinal} not published",
+        )
 
     def close(self) -> None:
         """Publish what is queued (a few seconds at most), release the name, disconnect, and
@@ -190,23 +209,18 @@ class Replica:
     @property
     def status(self) -> ReplicaStatus:
         """The replica's progress and lag (asks the server for the newest advance)."""
-        if self._id == 0:
-            raise ReplicationError(2, "the replica is closed")
-        return ReplicaStatus(**json.loads(call(native.ReplicaStatus, self._id)))
+        return ReplicaStatus(**_status(native.ReplicaStatus, self._id, "replica"))
 
     def wait_ordinal(self, ordinal: int, timeout: float = 10.0) -> ReplicaStatus:
         """Wait until the replica applied the advance to ``ordinal``; raise ``TimeoutError``,
         or :class:`ReplicationError` when the replica stopped."""
-        deadline = time.monotonic() + timeout
-        while True:
-            st = self.status
-            if st.ordinal >= ordinal:
-                return st
-            if st.failed:
+
+        def done(st: ReplicaStatus) -> bool:
+            if st.failed and st.ordinal < ordinal:
                 raise ReplicationError(12, f"replica stopped at {st.ordinal}: {st.last_error}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"replica did not reach {ordinal} within {timeout}s: {st}")
-            time.sleep(0.005)
+            return st.ordinal >= ordinal
+
+        return _poll(lambda: self.status, done, timeout, f"replica did not reach {ordinal}")
 
     def _stop(self) -> None:
         if self._id:

@@ -89,6 +89,23 @@ def test_replica_process_matches_primary(tmp_path: Path) -> None:
         assert pub.status.dropped == 0
 
 
+def test_replica_killed_mid_stream_and_restarted_converges(tmp_path: Path) -> None:
+    rng = np.random.default_rng(11)
+    with ovstage.Stage("repl_kill") as stage, repl.publish(stage, storage_dir=tmp_path) as pub:
+        doomed = _spawn_reader(pub.url, "repl_kill", 1000)  # never reached: killed below
+        for o in range(1, 16):
+            _write_random(stage, rng, o)
+        doomed.kill()
+        doomed.communicate(timeout=30)
+        for o in range(16, 26):
+            _write_random(stage, rng, o)
+        child = _spawn_reader(pub.url, "repl_kill", 25)
+        out, err = child.communicate(timeout=60)
+        assert child.returncode == 0, err
+        got = json.loads(out)
+        assert {a: got[a] for a in ATTRS} == _primary_values(stage, 25)
+
+
 def test_clear_errors() -> None:
     with ovstage.Stage("repl_err") as stage, repl.publish(stage) as pub:
         with ovstage.Stage("repl_err") as other:
