@@ -3,6 +3,8 @@ package core
 import (
 	"sync"
 
+	"github.com/ovstage-go/ovstage/core/column"
+
 	"github.com/ovstage-go/ovstage/core/logbus"
 	"github.com/ovstage-go/ovstage/core/status"
 	"github.com/ovstage-go/ovstage/core/tensor"
@@ -48,9 +50,15 @@ type SealedAdvance struct {
 type advanceFeed struct {
 	mu sync.Mutex
 	fn func(SealedAdvance)
-	// paths caches prim path strings: the same prims change advance after advance, and
-	// building a path string from the dictionary costs more than copying its value.
-	paths map[uint64]string
+	// paths caches each column's path strings by row: the same prims change advance after
+	// advance, and building a path string costs more than copying its value.
+	paths map[*column.Column][]rowPath
+}
+
+// rowPath is the path of a column row's prim.
+type rowPath struct {
+	prim uint64
+	path string
 }
 
 // ObserveAdvances attaches fn, called with what every later floor advance seals, on the
@@ -65,7 +73,7 @@ func (s *Stage) ObserveAdvances(fn func(SealedAdvance)) (detach func(), err erro
 	if s.feed.Load() != nil {
 		return nil, status.Errorf(status.InvalidArgument, "%s already has an advance observer (one publisher per stage)", s.label())
 	}
-	f := &advanceFeed{fn: fn, paths: map[uint64]string{}}
+	f := &advanceFeed{fn: fn, paths: map[*column.Column][]rowPath{}}
 	s.feed.Store(f)
 	return func() { s.feed.CompareAndSwap(f, nil) }, nil
 }
@@ -102,8 +110,18 @@ func (f *advanceFeed) collectColumn(s *Stage, name string, w sealWork) (ColumnCh
 	sc := w.col.Schema
 	cc := ColumnChanges{Attribute: name, IsArray: sc.IsArray, DType: sc.DType, Semantic: sc.Semantic}
 	elem := int64(max(w.col.RowBytes(), 1))
-	cc.Exact = w.col.SealedChanges(w.from, w.floor, func(prim, ordinal uint64, deleted bool, value []byte) {
-		cc.Paths = append(cc.Paths, f.pathName(s, prim))
+	paths := f.paths[w.col]
+	if n := w.col.RowCount(); len(paths) < n {
+		paths = append(paths, make([]rowPath, n-len(paths))...)
+	}
+	cc.Exact = w.col.SealedChanges(w.from, w.floor, func(row int32, prim, ordinal uint64, deleted bool, value []byte) {
+		if int(row) >= len(paths) {
+			paths = append(paths, make([]rowPath, int(row)+1-len(paths))...)
+		}
+		if rp := &paths[row]; rp.path == "" || rp.prim != prim {
+			*rp = rowPath{prim: prim, path: s.pathName(prim)}
+		}
+		cc.Paths = append(cc.Paths, paths[row].path)
 		cc.Ordinals = append(cc.Ordinals, ordinal)
 		cc.Deleted = append(cc.Deleted, deleted)
 		if deleted {
@@ -114,14 +132,6 @@ func (f *advanceFeed) collectColumn(s *Stage, name string, w sealWork) (ColumnCh
 			cc.Lengths = append(cc.Lengths, int64(len(value))/elem)
 		}
 	})
+	f.paths[w.col] = paths
 	return cc, len(cc.Paths) > 0
-}
-
-func (f *advanceFeed) pathName(s *Stage, p uint64) string {
-	name, ok := f.paths[p]
-	if !ok {
-		name = s.pathName(p)
-		f.paths[p] = name
-	}
-	return name
 }

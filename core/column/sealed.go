@@ -24,12 +24,12 @@ func (c *Column) SealedFixed() (prims []uint64, rows []int32, snap Snapshot) {
 }
 
 // SealedChanges calls fn, in row order, for each row whose newest sealed change lies in
-// (from, floor], for replication (docs/replication.md): its prim, that change's ordinal, and
+// (from, floor], for replication (docs/replication.md): the row, its prim, that change's ordinal, and
 // its sealed state, a tombstone (deleted) or a value (a fixed row's bytes, or an array row's
 // element bytes; valid only during the call). When change records above from were coalesced
 // away (the retention frontier passed from+1), membership is no longer exact: fn sees every
 // row with a sealed version, at floor, and exact is false.
-func (c *Column) SealedChanges(from, floor uint64, fn func(prim, ordinal uint64, deleted bool, value []byte)) (exact bool) {
+func (c *Column) SealedChanges(from, floor uint64, fn func(row int32, prim, ordinal uint64, deleted bool, value []byte)) (exact bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	views := hostViews{placer: c.placer}
@@ -39,17 +39,17 @@ func (c *Column) SealedChanges(from, floor uint64, fn func(prim, ordinal uint64,
 		switch {
 		case !k.hasSealed:
 		case k.deleted:
-			fn(c.rows.primAt(r), ordinal, true, nil)
+			fn(r, c.rows.primAt(r), ordinal, true, nil)
 		case c.Schema.IsArray:
 			a := c.arrays[r]
 			if a.n == 0 {
-				fn(c.rows.primAt(r), ordinal, false, []byte{})
+				fn(r, c.rows.primAt(r), ordinal, false, []byte{})
 				return
 			}
-			fn(c.rows.primAt(r), ordinal, false, views.bytes(a.buf)[a.off:a.off+a.n*int64(c.rowBytes)])
+			fn(r, c.rows.primAt(r), ordinal, false, views.bytes(a.buf)[a.off:a.off+a.n*int64(c.rowBytes)])
 		default:
 			rb := c.rowBytes
-			fn(c.rows.primAt(r), ordinal, false, views.bytes(c.sealed)[int(r)*rb:int(r+1)*rb])
+			fn(r, c.rows.primAt(r), ordinal, false, views.bytes(c.sealed)[int(r)*rb:int(r+1)*rb])
 		}
 	}
 	nrows := c.rows.len()
