@@ -9,13 +9,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import ovstage
 import ovstage.replication as repl
 import pytest
-from readback import latest
+from helpers.replica_reader import snapshot
 
 READER = Path(__file__).parent / "helpers" / "replica_reader.py"
 PATHS = [f"/World/p{i}" for i in range(16)]
@@ -38,16 +37,6 @@ def _write_random(stage: ovstage.Stage, rng: np.random.Generator, ordinal: int) 
                 rows = [rng.random(int(rng.integers(1, 5))).astype(np.float32) for _ in pick]
                 stage.write_attribute(q, attr, ordinal, rows, is_array=True).wait()
     stage.advance_write_floor(ordinal).wait()
-
-
-def _primary_values(stage: ovstage.Stage, ordinal: int) -> dict[str, Any]:
-    d = ovstage.PathDictionary(stage)
-    out: dict[str, Any] = {}
-    with d.create_path_list_from_strings(PATHS) as lst, stage.query_from_path_list(lst) as q:
-        for a in ATTRS:
-            vals = latest(stage, q, a, ordinal)
-            out[a] = {p: np.atleast_1d(np.asarray(v)).tolist() for p, v in vals.items()}
-    return out
 
 
 def _spawn_reader(url: str, name: str, ordinal: int) -> subprocess.Popen[str]:
@@ -83,9 +72,11 @@ def test_replica_process_matches_primary(tmp_path: Path) -> None:
         assert child.returncode == 0, err
         got = json.loads(out)
         assert got["status"] == {"ordinal": 20, "lag": 0}
-        want = _primary_values(stage, 20)
+        want = snapshot(stage, PATHS, ATTRS, 20)
         assert want["temp"] and want["pts"]  # the comparison has values in it
-        assert {a: got[a] for a in ATTRS} == want
+        assert any(c[2] for c in want["changes"])  # and tombstones
+        del got["status"]
+        assert got == want
         assert pub.status.dropped == 0
 
 
@@ -103,7 +94,8 @@ def test_replica_killed_mid_stream_and_restarted_converges(tmp_path: Path) -> No
         out, err = child.communicate(timeout=60)
         assert child.returncode == 0, err
         got = json.loads(out)
-        assert {a: got[a] for a in ATTRS} == _primary_values(stage, 25)
+        del got["status"]
+        assert got == snapshot(stage, PATHS, ATTRS, 25)
 
 
 def test_clear_errors() -> None:
