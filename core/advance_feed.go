@@ -95,7 +95,9 @@ func (f *advanceFeed) report(s *Stage, adv floorAdvance, work []sealWork) {
 			continue // this column's floor did not move
 		}
 		name := s.tokenName(w.attr)
-		if isDerived(name) {
+		if isDerived(name) || isTokenBuiltin(name) {
+			// Derived built-ins are derived again by the replica; the token-valued ones hold
+			// token ids of this stage's dictionary, meaningless in another (docs/replication.md).
 			continue
 		}
 		if cc, ok := f.collectColumn(s, name, w); ok {

@@ -2,8 +2,11 @@ package core
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
 // TestAdvanceFeedReportsSealedChanges: each advance reports the prims changed since the
@@ -61,4 +64,25 @@ func TestAdvanceFeedFallsBackToTheWholeColumn(t *testing.T) {
 	require.False(t, c.Exact)
 	require.Equal(t, []uint64{n, n, n}, c.Ordinals)
 	require.Equal(t, f32s(n, 0, 0), c.Values)
+}
+
+// TestAdvanceFeedLeavesOutTokenBuiltins: prim types are token ids of this stage's
+// dictionary, so the feed does not report them.
+func TestAdvanceFeedLeavesOutTokenBuiltins(t *testing.T) {
+	f := newFixture(t)
+	var got []SealedAdvance
+	_, err := f.s.ObserveAdvances(func(a SealedAdvance) { got = append(got, a) })
+	require.NoError(t, err)
+	tok, err := f.s.Dictionary().InternToken("Mesh")
+	require.NoError(t, err)
+	ids := []uint64{tok, tok, tok}
+	op, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrName: BuiltinPrimType, Ordinal: 1,
+		Tensors: []tensor.Tensor{{Data: unsafe.Pointer(&ids[0]), DeviceType: tensor.DeviceCPU,
+			DType: tensor.DType{Code: tensor.CodeUInt, Bits: 64, Lanes: 1}, Shape: []int64{3}}}})
+	f.wait(must(op, err))
+	f.wait(must(f.write(1, []float32{1, 2, 3})))
+	f.seal(1)
+	require.Len(t, got, 1)
+	require.Len(t, got[0].Columns, 1)
+	require.Equal(t, "temperature", got[0].Columns[0].Attribute)
 }
