@@ -72,6 +72,22 @@ func follow(t *testing.T, s *core.Stage) func(uint64) (visible, bool) {
 	}
 }
 
+// mirrorOf starts a replica of name on url into a new stage, following what it seals.
+func mirrorOf(t *testing.T, url, name string) (func(uint64) (visible, bool), *Replica) {
+	t.Helper()
+	mirror := core.NewStage(name, core.Config{})
+	t.Cleanup(mirror.Destroy)
+	seen := follow(t, mirror)
+	rep, err := StartReplica(mirror, url, name)
+	require.NoError(t, err)
+	t.Cleanup(rep.Close) // before the stage's Destroy (cleanups run last first)
+	return seen, rep
+}
+
+func hostF32(vals []float32) []tensor.Tensor {
+	return []tensor.Tensor{{Data: unsafe.Pointer(&vals[0]), DeviceType: tensor.DeviceCPU, DType: f32, Shape: []int64{int64(len(vals))}}}
+}
+
 func must(t *testing.T, s *core.Stage, op uint64, err error) {
 	t.Helper()
 	require.NoError(t, err)
@@ -120,12 +136,7 @@ func TestReplicaSealsWhatThePrimarySealed(t *testing.T) {
 	require.NoError(t, err)
 	defer pub.Close()
 
-	mirror := core.NewStage("prim", core.Config{})
-	t.Cleanup(mirror.Destroy)
-	seen := follow(t, mirror)
-	rep, err := StartReplica(mirror, pub.URL(), "prim")
-	require.NoError(t, err)
-	defer rep.Close()
+	seen, rep := mirrorOf(t, pub.URL(), "prim")
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	var paths []string
@@ -244,7 +255,7 @@ func TestEmbeddedStorageSurvivesRestart(t *testing.T) {
 	q := queryOf(t, s, []string{"/A", "/B"})
 	vals := []float32{1, 2}
 	op, err := s.WriteAttribute(core.WriteRequest{Query: q, AttrName: "x", Ordinal: 1,
-		Tensors: []tensor.Tensor{{Data: unsafe.Pointer(&vals[0]), DeviceType: tensor.DeviceCPU, DType: f32, Shape: []int64{2}}}})
+		Tensors: hostF32(vals)})
 	must(t, s, op, err)
 	op, err = s.AdvanceWriteFloor(1, core.ScopeAll, nil)
 	must(t, s, op, err)
@@ -254,12 +265,7 @@ func TestEmbeddedStorageSurvivesRestart(t *testing.T) {
 	emb, err := StartEmbedded(dir)
 	require.NoError(t, err)
 	defer emb.Shutdown()
-	mirror := core.NewStage("keep", core.Config{})
-	t.Cleanup(mirror.Destroy)
-	seen := follow(t, mirror)
-	rep, err := StartReplica(mirror, emb.URL(), "keep")
-	require.NoError(t, err)
-	defer rep.Close()
+	seen, rep := mirrorOf(t, emb.URL(), "keep")
 	waitFor(t, "the late replica", func() bool { return rep.Status().Ordinal == 1 })
 	got, _ := seen(1)
 	require.Equal(t, visible{"x": {"/A": string(bytesOf(vals[:1])), "/B": string(bytesOf(vals[1:]))}}, got)
@@ -279,7 +285,7 @@ func TestPrimaryKeepsWorkingWhenTheServerGoes(t *testing.T) {
 	vals := []float32{1}
 	step := func(o uint64) {
 		op, err := s.WriteAttribute(core.WriteRequest{Query: q, AttrName: "x", Ordinal: o,
-			Tensors: []tensor.Tensor{{Data: unsafe.Pointer(&vals[0]), DeviceType: tensor.DeviceCPU, DType: f32, Shape: []int64{1}}}})
+			Tensors: hostF32(vals)})
 		must(t, s, op, err)
 		op, err = s.AdvanceWriteFloor(o, core.ScopeAll, nil)
 		must(t, s, op, err)
