@@ -307,3 +307,31 @@ func TestPrimaryKeepsWorkingWhenTheServerGoes(t *testing.T) {
 	pub.Close()
 	require.Less(t, time.Since(start), 3*time.Second)
 }
+
+// TestPerAttributeAdvancesReplicate: an INCLUDE advance seals only its attributes on the
+// replica too; the later global advance seals the rest.
+func TestPerAttributeAdvancesReplicate(t *testing.T) {
+	s := core.NewStage("scoped", core.Config{})
+	t.Cleanup(s.Destroy)
+	pub, err := Publish(s, PublishOptions{})
+	require.NoError(t, err)
+	t.Cleanup(pub.Close)
+	seen, rep := mirrorOf(t, pub.URL(), "scoped")
+	q := queryOf(t, s, []string{"/A"})
+	a, b := []float32{1}, []float32{2}
+	op, err := s.WriteAttribute(core.WriteRequest{Query: q, AttrName: "a", Ordinal: 1, Tensors: hostF32(a)})
+	must(t, s, op, err)
+	op, err = s.WriteAttribute(core.WriteRequest{Query: q, AttrName: "b", Ordinal: 1, Tensors: hostF32(b)})
+	must(t, s, op, err)
+	tokA, err := s.Dictionary().InternToken("a")
+	require.NoError(t, err)
+	op, err = s.AdvanceWriteFloor(1, core.ScopeInclude, []uint64{tokA})
+	must(t, s, op, err)
+	op, err = s.AdvanceWriteFloor(2, core.ScopeAll, nil)
+	must(t, s, op, err)
+	waitFor(t, "both advances", func() bool { return rep.Status().Advances == 2 })
+	first, _ := seen(1)
+	require.Equal(t, visible{"a": {"/A": string(bytesOf(a))}}, first)
+	second, _ := seen(2)
+	require.Equal(t, visible{"a": {"/A": string(bytesOf(a))}, "b": {"/A": string(bytesOf(b))}}, second)
+}
