@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ._config import StageConfig
 from ._errors import OvstageError
 from ._lib import call, native
 from ._stage import Stage
@@ -190,9 +191,10 @@ class Replica:
     """A local stage that follows a published stage: it applies each advance's changes in
     ordinal order through the engine's write path, then advances its own floors, so its
     sealed state at N equals the primary's at N. Read it through :attr:`stage` (the whole read
-    API; do not write to it). Close it, or use it as a context manager."""
+    API; do not write to it), created with ``config``. Close it, or use it as a context
+    manager. Raises :class:`ReplicationError` when nobody publishes ``stage_name`` at ``url``."""
 
-    def __init__(self, url: str, stage_name: str, *, config: Any = None) -> None:
+    def __init__(self, url: str, stage_name: str, *, config: StageConfig | None = None) -> None:
         if not isinstance(url, str) or not url:
             raise ValueError(f"url must be a non-empty str (Publisher.url), got {url!r}")
         if not isinstance(stage_name, str):
