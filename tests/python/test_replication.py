@@ -40,7 +40,8 @@ def _write_random(stage: ovstage.Stage, rng: np.random.Generator, ordinal: int) 
 
 
 def _spawn_reader(url: str, name: str, ordinal: int) -> subprocess.Popen[str]:
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent))
+    path = [str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in path if p))
     return subprocess.Popen(
         [
             sys.executable,
