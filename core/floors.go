@@ -115,20 +115,31 @@ func (s *Stage) AdvanceWriteFloor(ordinal uint64, scope Scope, attrs []uint64) (
 }
 
 // applyFloor raises the floors, then folds every column up to its attribute's effective floor.
+// With an advance observer attached (advance_feed.go), advances apply one at a time and the
+// observer sees each one's sealed changes.
 func (s *Stage) applyFloor(adv floorAdvance) error {
-	for _, w := range s.raiseFloors(adv) {
+	feed := s.feed.Load()
+	if feed != nil {
+		feed.mu.Lock()
+		defer feed.mu.Unlock()
+	}
+	work := s.raiseFloors(adv)
+	for _, w := range work {
 		if err := w.col.Seal(w.floor); err != nil {
 			return err
 		}
 	}
 	s.trimVersions()
+	if feed != nil {
+		feed.report(s, adv, work)
+	}
 	return nil
 }
 
-// sealWork is one column to fold up to floor.
+// sealWork is one column of attribute attr to fold up to floor (from: its floor before).
 type sealWork struct {
-	floor uint64
-	col   *column.Column
+	attr, from, floor uint64
+	col               *column.Column
 }
 
 // raiseFloors applies an advance to the floors and lists the columns to seal.
@@ -139,12 +150,16 @@ func (s *Stage) raiseFloors(adv floorAdvance) []sealWork {
 		return nil
 	}
 	injectFault(faultFloorApply)
+	before := make(map[uint64]uint64, len(s.columns))
+	for a := range s.columns {
+		before[a] = s.floors.effective(a)
+	}
 	s.floors.apply(adv)
 	s.history.prune(s.historyFloorLocked)
 	var todo []sealWork
 	for a, cols := range s.columns {
 		for _, c := range cols {
-			todo = append(todo, sealWork{floor: s.floors.effective(a), col: c})
+			todo = append(todo, sealWork{attr: a, from: before[a], floor: s.floors.effective(a), col: c})
 		}
 	}
 	return todo

@@ -86,6 +86,8 @@ type Stage struct {
 	// released, because a ready op may run inline and take s.mu itself (see enqueue.go).
 	toStart    []startItem
 	toStartBuf [2]startItem
+	// feed is the advance observer, if one is attached (advance_feed.go).
+	feed atomic.Pointer[advanceFeed]
 	// closing is closed when Destroy begins: ops held by a test gate give up.
 	closing chan struct{}
 	// sourcesDone lists finished writes whose caller was told to keep the source alive until

@@ -29,6 +29,7 @@ SCRIPTS = [
     "bench_population.py",
     "bench_export.py",
     "bench_chart.py",
+    "bench_replication.py",
 ]
 QUICK = {
     "bench_step.py",
@@ -41,6 +42,7 @@ QUICK = {
     "bench_history.py",
     "bench_population.py",
     "bench_export.py",
+    "bench_replication.py",
 }
 
 

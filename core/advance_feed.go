@@ -1,0 +1,139 @@
+package core
+
+import (
+	"sync"
+
+	"github.com/ovstage-go/ovstage/core/column"
+
+	"github.com/ovstage-go/ovstage/core/logbus"
+	"github.com/ovstage-go/ovstage/core/status"
+	"github.com/ovstage-go/ovstage/core/tensor"
+)
+
+// The advance feed hands what each floor advance seals to one observer (replication's
+// publisher, docs/replication.md). It runs inside the advance op, after the columns are
+// folded, so the sealed state it copies is exactly the state at the advance's floors.
+
+// ColumnChanges is what one advance sealed in one column: the prims whose newest change lies
+// between the attribute's previous and new effective floor, each with that change's ordinal
+// and its sealed state (a value or a tombstone).
+type ColumnChanges struct {
+	Attribute string
+	IsArray   bool
+	DType     tensor.DType
+	Semantic  int32
+	// Exact is false when change membership was coalesced away (the column's retention
+	// frontier passed the previous floor): Paths then lists every sealed row, at the floor.
+	Exact    bool
+	Paths    []string
+	Ordinals []uint64
+	Deleted  []bool
+	// Values holds the written entries (not Deleted) back to back: fixed rows of
+	// DType.ElemBytes() bytes each, or array rows of Lengths[k] elements each.
+	Values  []byte
+	Lengths []int64
+}
+
+// SealedAdvance is one applied floor advance and what it sealed.
+type SealedAdvance struct {
+	Ordinal uint64
+	// Global: the advance raised the global floor (scope ALL, or EXCLUDE of nothing);
+	// otherwise Attributes names the attributes whose floors it raised.
+	Global     bool
+	Attributes []string
+	Columns    []ColumnChanges
+}
+
+// advanceFeed is a stage's observer. mu serializes the advances while one is attached:
+// without it two advances may fold concurrently, and a feed needs each one's sealed state
+// on its own.
+type advanceFeed struct {
+	mu sync.Mutex
+	fn func(SealedAdvance)
+	// paths caches each column's path strings by row: the same prims change advance after
+	// advance, and building a path string costs more than copying its value.
+	paths map[*column.Column][]rowPath
+}
+
+// rowPath is the path of a column row's prim.
+type rowPath struct {
+	prim uint64
+	path string
+}
+
+// ObserveAdvances attaches fn, called with what every later floor advance seals, on the
+// advance's worker and before the advance completes (fn must not block for long). A stage has
+// at most one observer; detach undoes it.
+func (s *Stage) ObserveAdvances(fn func(SealedAdvance)) (detach func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkLiveLocked(); err != nil {
+		return nil, err
+	}
+	if s.feed.Load() != nil {
+		return nil, status.Errorf(status.InvalidArgument, "%s already has an advance observer (one publisher per stage)", s.label())
+	}
+	f := &advanceFeed{fn: fn, paths: map[*column.Column][]rowPath{}}
+	s.feed.Store(f)
+	return func() { s.feed.CompareAndSwap(f, nil) }, nil
+}
+
+// report collects what work sealed and hands it to the feed; a panic in the observer is
+// logged, never the advance's failure.
+func (f *advanceFeed) report(s *Stage, adv floorAdvance, work []sealWork) {
+	defer func() {
+		if r := recover(); r != nil {
+			logbus.Logf(logbus.Error, logbus.ChannelInternal, "%s: advance observer panicked at floor %d: %v", s.label(), adv.ordinal, r)
+		}
+	}()
+	out := SealedAdvance{Ordinal: adv.ordinal, Global: adv.global}
+	for _, a := range adv.attrs {
+		out.Attributes = append(out.Attributes, s.tokenName(a))
+	}
+	for _, w := range work {
+		if w.floor <= w.from {
+			continue // this column's floor did not move
+		}
+		name := s.tokenName(w.attr)
+		if isDerived(name) || isTokenBuiltin(name) {
+			// Derived built-ins are derived again by the replica; the token-valued ones hold
+			// token ids of this stage's dictionary, meaningless in another (docs/replication.md).
+			continue
+		}
+		if cc, ok := f.collectColumn(s, name, w); ok {
+			out.Columns = append(out.Columns, cc)
+		}
+	}
+	f.fn(out)
+}
+
+// collectColumn copies one column's sealed changes in (w.from, w.floor].
+func (f *advanceFeed) collectColumn(s *Stage, name string, w sealWork) (ColumnChanges, bool) {
+	sc := w.col.Schema
+	cc := ColumnChanges{Attribute: name, IsArray: sc.IsArray, DType: sc.DType, Semantic: sc.Semantic}
+	elem := int64(max(w.col.RowBytes(), 1))
+	paths := f.paths[w.col]
+	if n := w.col.RowCount(); len(paths) < n {
+		paths = append(paths, make([]rowPath, n-len(paths))...)
+	}
+	cc.Exact = w.col.SealedChanges(w.from, w.floor, func(row int32, prim, ordinal uint64, deleted bool, value []byte) {
+		if int(row) >= len(paths) {
+			paths = append(paths, make([]rowPath, int(row)+1-len(paths))...)
+		}
+		if rp := &paths[row]; rp.path == "" || rp.prim != prim {
+			*rp = rowPath{prim: prim, path: s.pathName(prim)}
+		}
+		cc.Paths = append(cc.Paths, paths[row].path)
+		cc.Ordinals = append(cc.Ordinals, ordinal)
+		cc.Deleted = append(cc.Deleted, deleted)
+		if deleted {
+			return
+		}
+		cc.Values = append(cc.Values, value...)
+		if sc.IsArray {
+			cc.Lengths = append(cc.Lengths, int64(len(value))/elem)
+		}
+	})
+	f.paths[w.col] = paths
+	return cc, len(cc.Paths) > 0
+}

@@ -1,0 +1,88 @@
+package core
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ovstage-go/ovstage/core/tensor"
+)
+
+// TestAdvanceFeedReportsSealedChanges: each advance reports the prims changed since the
+// previous floor with the ordinal of their newest change, values and tombstones; a second
+// observer is refused; after the observer detaches nothing is reported.
+func TestAdvanceFeedReportsSealedChanges(t *testing.T) {
+	f := newFixture(t)
+	var got []SealedAdvance
+	detach, err := f.s.ObserveAdvances(func(a SealedAdvance) { got = append(got, a) })
+	require.NoError(t, err)
+	_, err = f.s.ObserveAdvances(func(SealedAdvance) {})
+	require.ErrorContains(t, err, "already has an advance observer")
+
+	f.wait(must(f.write(1, []float32{1, 2, 3})))
+	f.wait(must(f.write(2, []float32{4, 5, 6})))
+	f.seal(2)
+	op, err := f.s.DeleteAttributes(DeleteRequest{Query: f.query, Tokens: []uint64{f.attr}, Ordinal: 3})
+	f.wait(must(op, err))
+	f.seal(3)
+	f.seal(4) // nothing changed: no column
+
+	require.Len(t, got, 3)
+	c := got[0].Columns[0]
+	require.True(t, got[0].Global)
+	require.Equal(t, "temperature", c.Attribute)
+	require.True(t, c.Exact)
+	require.Equal(t, []string{"/World/A", "/World/B", "/World/C"}, c.Paths)
+	require.Equal(t, []uint64{2, 2, 2}, c.Ordinals)
+	require.Equal(t, []bool{false, false, false}, c.Deleted)
+	require.Equal(t, f32s(4, 5, 6), c.Values)
+	require.Equal(t, []bool{true, true, true}, got[1].Columns[0].Deleted)
+	require.Empty(t, got[1].Columns[0].Values)
+	require.Empty(t, got[2].Columns)
+
+	detach()
+	f.wait(must(f.write(5, []float32{7, 8, 9})))
+	f.seal(5)
+	require.Len(t, got, 3)
+}
+
+// TestAdvanceFeedFallsBackToTheWholeColumn: when an advance seals more changes than the
+// column retains, membership is inexact and every sealed row is reported at the floor.
+func TestAdvanceFeedFallsBackToTheWholeColumn(t *testing.T) {
+	f := newFixture(t)
+	var got []SealedAdvance
+	_, err := f.s.ObserveAdvances(func(a SealedAdvance) { got = append(got, a) })
+	require.NoError(t, err)
+	const n = 1100 // above column.DefaultRetention
+	for o := uint64(1); o <= n; o++ {
+		f.wait(must(f.write(o, []float32{float32(o), 0, 0})))
+	}
+	f.seal(n)
+	require.Len(t, got, 1)
+	c := got[0].Columns[0]
+	require.False(t, c.Exact)
+	require.Equal(t, []uint64{n, n, n}, c.Ordinals)
+	require.Equal(t, f32s(n, 0, 0), c.Values)
+}
+
+// TestAdvanceFeedLeavesOutTokenBuiltins: prim types are token ids of this stage's
+// dictionary, so the feed does not report them.
+func TestAdvanceFeedLeavesOutTokenBuiltins(t *testing.T) {
+	f := newFixture(t)
+	var got []SealedAdvance
+	_, err := f.s.ObserveAdvances(func(a SealedAdvance) { got = append(got, a) })
+	require.NoError(t, err)
+	tok, err := f.s.Dictionary().InternToken("Mesh")
+	require.NoError(t, err)
+	ids := []uint64{tok, tok, tok}
+	op, err := f.s.WriteAttribute(WriteRequest{Query: f.query, AttrName: BuiltinPrimType, Ordinal: 1,
+		Tensors: []tensor.Tensor{{Data: unsafe.Pointer(&ids[0]), DeviceType: tensor.DeviceCPU,
+			DType: tensor.DType{Code: tensor.CodeUInt, Bits: 64, Lanes: 1}, Shape: []int64{3}}}})
+	f.wait(must(op, err))
+	f.wait(must(f.write(1, []float32{1, 2, 3})))
+	f.seal(1)
+	require.Len(t, got, 1)
+	require.Len(t, got[0].Columns, 1)
+	require.Equal(t, "temperature", got[0].Columns[0].Attribute)
+}

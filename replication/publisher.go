@@ -1,0 +1,407 @@
+package replication
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ovstage-go/ovstage/core"
+)
+
+// PublishOptions configure Publish.
+type PublishOptions struct {
+	// URL of the NATS server; empty: start an embedded one (loopback, random port).
+	URL string
+	// StorageDir is the embedded server's JetStream directory (empty: a temporary one).
+	StorageDir string
+	// Name is the replicated name (default: the stage's name).
+	Name string
+	// Queue bounds the advances waiting to be published (default 64); an advance that finds
+	// it full is dropped and reported, never waited for.
+	Queue int
+	// Takeover replaces another publisher's claim on the name (one that crashed).
+	Takeover bool
+}
+
+// PublisherStatus is a snapshot of a publisher's progress.
+type PublisherStatus struct {
+	URL           string `json:"url"`
+	Stream        string `json:"stream"`
+	Connected     bool   `json:"connected"`
+	Queued        int    `json:"queued"`
+	Advances      uint64 `json:"advances"`       // advances published
+	Ordinal       uint64 `json:"ordinal"`        // floor of the newest published advance
+	SealedOrdinal uint64 `json:"sealed_ordinal"` // floor of the newest advance observed
+	Bytes         uint64 `json:"bytes"`          // sealed payload bytes published
+	Dropped       uint64 `json:"dropped"`        // advances dropped on a full queue
+	LastError     string `json:"last_error"`
+}
+
+// queued is one observed advance waiting for the publishing goroutine.
+type queued struct {
+	seq   uint64
+	nanos int64
+	adv   core.SealedAdvance
+}
+
+// Publisher sends what each floor advance of one stage seals to the stream of its name.
+type Publisher struct {
+	n      names
+	emb    *Embedded
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	epoch  string
+	limit  int
+	detach func()
+	queue  chan queued
+	memo   pathMemo // used by the publishing goroutine only
+
+	mu  sync.Mutex
+	st  PublisherStatus
+	seq uint64 // advances observed (each gets the next number, dropped ones too)
+
+	flush     time.Duration // how long Close keeps publishing (closeFlush; shorter in tests)
+	closing   chan struct{} // closed by Close: publish what is queued, then stop
+	abort     chan struct{} // closed closeFlush after Close: stop retrying
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// Publish starts publishing the stage's advances (docs/replication.md).
+func Publish(s *core.Stage, opt PublishOptions) (_ *Publisher, err error) {
+	name := opt.Name
+	if name == "" {
+		name = s.Name
+	}
+	n, err := namesOf(name)
+	if err != nil {
+		return nil, err
+	}
+	if opt.URL != "" && opt.StorageDir != "" {
+		return nil, fmt.Errorf("storage_dir %q applies to the embedded server only, not to url %s", opt.StorageDir, redact(opt.URL))
+	}
+	if opt.Queue < 0 {
+		return nil, fmt.Errorf("queue %d is negative", opt.Queue)
+	}
+	if opt.Queue == 0 {
+		opt.Queue = 64
+	}
+	p := &Publisher{n: n, flush: closeFlush, memo: pathMemo{}, queue: make(chan queued, opt.Queue), closing: make(chan struct{}), abort: make(chan struct{}), done: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			p.release()
+		}
+	}()
+	url := opt.URL
+	if url == "" {
+		if p.emb, err = StartEmbedded(opt.StorageDir); err != nil {
+			return nil, err
+		}
+		url = p.emb.URL()
+	}
+	if p.nc, err = connect(url); err != nil {
+		return nil, err
+	}
+	p.st.URL, p.st.Stream = redact(url), n.stream
+	p.limit = int(p.nc.MaxPayload()) - 4096 // room for the headers
+	if p.js, err = jetstream.New(p.nc); err != nil {
+		return nil, fmt.Errorf("JetStream on %s: %w", p.st.URL, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p.stream, err = p.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: n.stream,
+		Subjects: []string{n.all()}, Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute})
+	if err != nil {
+		return nil, fmt.Errorf("creating stream %s on %s (is JetStream enabled?): %w", n.stream, p.st.URL, err)
+	}
+	if err := p.claim(ctx, opt.Takeover); err != nil {
+		return nil, err
+	}
+	if p.detach, err = s.ObserveAdvances(p.observe); err != nil {
+		p.unclaim()
+		return nil, err
+	}
+	go p.run()
+	return p, nil
+}
+
+// newEpoch names one publisher incarnation: replicas tell a restarted publisher's advance
+// numbers from the previous one's by it.
+func newEpoch() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// claim records this publisher as the name's owner: the owner subject must be empty (or is
+// purged first, with takeover).
+func (p *Publisher) claim(ctx context.Context, takeover bool) error {
+	p.epoch = newEpoch()
+	if takeover {
+		if err := p.stream.Purge(ctx, jetstream.WithPurgeSubject(p.n.owner)); err != nil {
+			return fmt.Errorf("taking over stream %s: %w", p.n.stream, err)
+		}
+	}
+	_, err := p.js.Publish(ctx, p.n.owner, []byte(p.epoch), jetstream.WithExpectLastSequencePerSubject(0))
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		return fmt.Errorf("stage name %q is already published on %s (stream %s has a publisher): close that publisher, choose another name, or take over the name", p.n.stage, p.st.URL, p.n.stream)
+	}
+	if err != nil {
+		return fmt.Errorf("claiming stage name %q on %s: %w", p.n.stage, p.st.URL, err)
+	}
+	return nil
+}
+
+// unclaim drops the owner record (best effort: a server that is gone keeps it, and the next
+// publisher takes over).
+func (p *Publisher) unclaim() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = p.stream.Purge(ctx, jetstream.WithPurgeSubject(p.n.owner))
+}
+
+// observe runs in the stage's advance op: it queues the advance without waiting.
+func (p *Publisher) observe(adv core.SealedAdvance) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seq++
+	p.st.SealedOrdinal = adv.Ordinal
+	select {
+	case p.queue <- queued{seq: p.seq, nanos: time.Now().UnixNano(), adv: adv}:
+	default:
+		p.st.Dropped++
+		p.st.LastError = fmt.Sprintf("advance to %d dropped: %d advances already wait to be published (replicas stop at the gap)", adv.Ordinal, cap(p.queue))
+	}
+}
+
+// closeFlush bounds how long Close keeps publishing what is queued.
+const closeFlush = 5 * time.Second
+
+// run publishes queued advances in order until Close; each one is retried until it is stored.
+func (p *Publisher) run() {
+	defer close(p.done)
+	defer func() {
+		if r := recover(); r != nil {
+			p.setError(fmt.Sprintf("publisher stopped: internal panic: %v", r))
+		}
+	}()
+	for {
+		select {
+		case q := <-p.queue:
+			p.publish(q)
+		case <-p.closing:
+			for { // what was queued before Close (publish gives up after closeFlush)
+				select {
+				case q := <-p.queue:
+					if !p.publish(q) {
+						return
+					}
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+func (p *Publisher) setError(msg string) {
+	p.mu.Lock()
+	p.st.LastError = msg
+	p.mu.Unlock()
+}
+
+// publish sends one advance, retrying with backoff; false when Close gave up on it.
+func (p *Publisher) publish(q queued) bool {
+	msgs, bytes, err := p.encode(q)
+	if err != nil {
+		p.setError(err.Error())
+		return true
+	}
+	backoff := 50 * time.Millisecond
+	for {
+		err := p.send(msgs)
+		if err == nil {
+			break
+		}
+		p.setError(fmt.Sprintf("publishing the advance to %d: %v (retrying)", q.adv.Ordinal, err))
+		select {
+		case <-p.abort:
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+	p.mu.Lock()
+	p.st.Advances++
+	p.st.Ordinal = q.adv.Ordinal
+	p.st.Bytes += uint64(bytes)
+	p.st.LastError = ""
+	p.mu.Unlock()
+	return true
+}
+
+// message is one message to publish, with its deduplication id.
+type message struct {
+	subject, id string
+	data        []byte
+}
+
+// encode splits an advance into data messages under the server's payload limit, then its
+// floor message.
+func (p *Publisher) encode(q queued) ([]message, int, error) {
+	var msgs []message
+	bytes := 0
+	for i := range q.adv.Columns {
+		c := &q.adv.Columns[i]
+		parts, err := splitColumn(p.epoch, q.seq, c, p.limit, p.memo)
+		if err != nil {
+			return nil, 0, fmt.Errorf("advance to %d not published: %w", q.adv.Ordinal, err)
+		}
+		for _, d := range parts {
+			msgs = append(msgs, message{subject: p.n.data, id: fmt.Sprintf("%s.%d.%d", p.epoch, q.seq, len(msgs)), data: d})
+		}
+		bytes += len(c.Values)
+	}
+	floor := encodeFloor(floorMsg{Epoch: p.epoch, Seq: q.seq, Ordinal: q.adv.Ordinal, Global: q.adv.Global,
+		Attributes: q.adv.Attributes, Parts: uint32(len(msgs)), Nanos: q.nanos})
+	msgs = append(msgs, message{subject: p.n.floor, id: fmt.Sprintf("%s.%d.f", p.epoch, q.seq), data: floor})
+	return msgs, bytes, nil
+}
+
+// ackTimeout bounds the wait for the server's acknowledgements of one advance.
+const ackTimeout = 5 * time.Second
+
+// send publishes msgs asynchronously and waits until the server stored all of them.
+func (p *Publisher) send(msgs []message) error {
+	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
+	for _, m := range msgs {
+		f, err := p.js.PublishAsync(m.subject, m.data, jetstream.WithMsgID(m.id))
+		if err != nil {
+			return err
+		}
+		futures = append(futures, f)
+	}
+	timeout := time.After(ackTimeout)
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return err
+		case <-timeout:
+			return fmt.Errorf("no acknowledgement within %s", ackTimeout)
+		case <-p.abort:
+			return errors.New("closed before the server acknowledged")
+		}
+	}
+	return nil
+}
+
+// pathMemo remembers the paths of each (attribute, part) last published, so a message whose
+// prims are the same again sends none (dataMsg.SamePaths). nil remembers nothing.
+type pathMemo map[memoKey][]string
+
+type memoKey struct {
+	attribute string
+	part      int
+}
+
+// same reports whether paths equal the last ones of key, and remembers them.
+func (m pathMemo) same(key memoKey, paths []string) bool {
+	if m == nil {
+		return false
+	}
+	prev, ok := m[key]
+	m[key] = paths
+	return ok && slices.Equal(prev, paths)
+}
+
+// splitColumn encodes c as data messages of at most limit bytes each.
+func splitColumn(epoch string, seq uint64, c *core.ColumnChanges, limit int, memo pathMemo) ([][]byte, error) {
+	elem := c.DType.ElemBytes()
+	var out [][]byte
+	lo, vlo, llo := 0, 0, 0
+	size := 0
+	v, l := 0, 0 // value offset and length index at entry i
+	flush := func(hi int) {
+		same := memo.same(memoKey{c.Attribute, len(out)}, c.Paths[lo:hi])
+		out = append(out, encodeData(epoch, seq, len(out), same, c, lo, hi, vlo, v, llo, l))
+	}
+	for i := range c.Paths {
+		entry := len(c.Paths[i]) + 24
+		vbytes := 0
+		if !c.Deleted[i] {
+			vbytes = elem
+			if c.IsArray {
+				vbytes = int(c.Lengths[l]) * elem
+			}
+		}
+		if entry+vbytes+256 > limit {
+			return nil, fmt.Errorf("%s: the value of %s (%d bytes) exceeds the server's message limit of %d bytes", c.Attribute, c.Paths[i], vbytes, limit)
+		}
+		if size+entry+vbytes+256 > limit && i > lo {
+			flush(i)
+			lo, vlo, llo, size = i, v, l, 0
+		}
+		size += entry + vbytes
+		if !c.Deleted[i] {
+			v += vbytes
+			if c.IsArray {
+				l++
+			}
+		}
+	}
+	flush(len(c.Paths))
+	return out, nil
+}
+
+// URL is the server's client URL (credentials redacted).
+func (p *Publisher) URL() string { return p.st.URL }
+
+// Status is a snapshot of the publisher's progress.
+func (p *Publisher) Status() PublisherStatus {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.st
+	st.Queued = len(p.queue)
+	st.Connected = p.nc.IsConnected()
+	return st
+}
+
+// Close stops observing the stage, publishes what is queued (for at most a few seconds),
+// drops the name's claim and disconnects; the embedded server, if any, stops.
+func (p *Publisher) Close() {
+	p.closeOnce.Do(func() {
+		p.detach()
+		close(p.closing)
+		stop := time.AfterFunc(p.flush, func() { close(p.abort) })
+		<-p.done
+		if stop.Stop() {
+			close(p.abort)
+		}
+		if p.nc.IsConnected() {
+			p.unclaim()
+		}
+		p.release()
+	})
+}
+
+// release closes the connection and the embedded server.
+func (p *Publisher) release() {
+	if p.nc != nil {
+		p.nc.Close()
+	}
+	if p.emb != nil {
+		p.emb.Shutdown()
+	}
+}
