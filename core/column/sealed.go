@@ -41,7 +41,7 @@ func (c *Column) SealedChanges(from, floor uint64, fn func(row int32, prim, ordi
 		case k.deleted:
 			fn(r, c.rows.primAt(r), ordinal, true, nil)
 		case c.Schema.IsArray:
-			a := c.arrays[r]
+			a := c.arrays.get(r)
 			if a.n == 0 {
 				fn(r, c.rows.primAt(r), ordinal, false, []byte{})
 				return
