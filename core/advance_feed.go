@@ -1,6 +1,7 @@
 package core
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/ovstage-go/ovstage/core/column"
@@ -52,13 +53,16 @@ type advanceFeed struct {
 	fn func(SealedAdvance)
 	// paths caches each column's path strings by row: the same prims change advance after
 	// advance, and building a path string costs more than copying its value.
-	paths map[*column.Column][]rowPath
+	paths map[*column.Column]*rowPaths
 }
 
-// rowPath is the path of a column row's prim.
-type rowPath struct {
-	prim uint64
-	path string
+// noPrim marks a row of the path cache not filled yet.
+const noPrim = ^uint64(0)
+
+// rowPaths is a column's path cache: the prim and path of each row.
+type rowPaths struct {
+	prims []uint64
+	paths []string
 }
 
 // ObserveAdvances attaches fn, called with what every later floor advance seals, on the
@@ -73,7 +77,7 @@ func (s *Stage) ObserveAdvances(fn func(SealedAdvance)) (detach func(), err erro
 	if s.feed.Load() != nil {
 		return nil, status.Errorf(status.InvalidArgument, "%s already has an advance observer (one publisher per stage)", s.label())
 	}
-	f := &advanceFeed{fn: fn, paths: map[*column.Column][]rowPath{}}
+	f := &advanceFeed{fn: fn, paths: map[*column.Column]*rowPaths{}}
 	s.feed.Store(f)
 	return func() { s.feed.CompareAndSwap(f, nil) }, nil
 }
@@ -110,30 +114,36 @@ func (f *advanceFeed) report(s *Stage, adv floorAdvance, work []sealWork) {
 // collectColumn copies one column's sealed changes in (w.from, w.floor].
 func (f *advanceFeed) collectColumn(s *Stage, name string, w sealWork) (ColumnChanges, bool) {
 	sc := w.col.Schema
-	cc := ColumnChanges{Attribute: name, IsArray: sc.IsArray, DType: sc.DType, Semantic: sc.Semantic}
-	elem := int64(max(w.col.RowBytes(), 1))
-	paths := f.paths[w.col]
-	if n := w.col.RowCount(); len(paths) < n {
-		paths = append(paths, make([]rowPath, n-len(paths))...)
-	}
-	cc.Exact = w.col.SealedChanges(w.from, w.floor, func(row int32, prim, ordinal uint64, deleted bool, value []byte) {
-		if int(row) >= len(paths) {
-			paths = append(paths, make([]rowPath, int(row)+1-len(paths))...)
-		}
-		if rp := &paths[row]; rp.path == "" || rp.prim != prim {
-			*rp = rowPath{prim: prim, path: s.pathName(prim)}
-		}
-		cc.Paths = append(cc.Paths, paths[row].path)
-		cc.Ordinals = append(cc.Ordinals, ordinal)
-		cc.Deleted = append(cc.Deleted, deleted)
-		if deleted {
-			return
-		}
-		cc.Values = append(cc.Values, value...)
-		if sc.IsArray {
-			cc.Lengths = append(cc.Lengths, int64(len(value))/elem)
-		}
-	})
-	f.paths[w.col] = paths
+	rows, exact := w.col.SealedChanges(w.from, w.floor)
+	cc := ColumnChanges{Attribute: name, IsArray: sc.IsArray, DType: sc.DType, Semantic: sc.Semantic, Exact: exact,
+		Ordinals: rows.Ordinals, Deleted: rows.Deleted, Values: rows.Values, Lengths: rows.Lengths}
+	cc.Paths = f.pathsOf(s, w.col, rows.Rows, rows.Prims)
 	return cc, len(cc.Paths) > 0
+}
+
+// pathsOf returns the paths of the prims at rows of col, from the column's cache: when the
+// rows are the column's first ones, in order, and their prims are the cached ones (a dense
+// change set, advance after advance), one copy of the cached strings.
+func (f *advanceFeed) pathsOf(s *Stage, col *column.Column, rows []int32, prims []uint64) []string {
+	c := f.paths[col]
+	if c == nil {
+		c = &rowPaths{}
+		f.paths[col] = c
+	}
+	n := len(rows)
+	if n > 0 && int(rows[n-1]) == n-1 && n <= len(c.prims) && slices.Equal(c.prims[:n], prims) {
+		return slices.Clone(c.paths[:n])
+	}
+	out := make([]string, n)
+	for i, r := range rows {
+		for int(r) >= len(c.prims) {
+			c.prims = append(c.prims, noPrim) // never equal to a prim: the fast path skips it
+			c.paths = append(c.paths, "")
+		}
+		if c.prims[r] != prims[i] {
+			c.prims[r], c.paths[r] = prims[i], s.pathName(prims[i])
+		}
+		out[i] = c.paths[r]
+	}
+	return out
 }
