@@ -54,6 +54,32 @@ type Replica struct {
 	// known holds the paths of the last message of each (attribute, part), with a query of
 	// them once one was needed (dataMsg.SamePaths).
 	known map[memoKey]*knownPaths
+	// pending holds the write and delete ops of the advance in progress, enqueued without
+	// waiting; settle waits for them once, before the floor advances.
+	pending []pendingOp
+}
+
+// pendingOp is an enqueued op and what to release once it completed (its value buffer's
+// pin, a query made for it).
+type pendingOp struct {
+	op   uint64
+	done func()
+}
+
+// settle waits for every pending op, then releases what they held; the first failure is
+// returned.
+func (r *Replica) settle() error {
+	var first error
+	for _, p := range r.pending {
+		if err := r.wait(p.op); err != nil && first == nil {
+			first = err
+		}
+		if p.done != nil {
+			p.done()
+		}
+	}
+	r.pending = r.pending[:0]
+	return first
 }
 
 type knownPaths struct {
@@ -119,6 +145,7 @@ func (r *Replica) handle(msg jetstream.Msg) {
 		return
 	}
 	if err := r.applyMessage(msg.Data()); err != nil {
+		_ = r.settle() // what was enqueued completes; the first error is the one to report
 		r.st.Failed = true
 		r.st.LastError = err.Error()
 	}
@@ -158,6 +185,9 @@ func (r *Replica) applyMessage(b []byte) (err error) {
 		}
 		if skip, err := r.admit(m.Epoch, m.Seq); skip || err != nil {
 			return err
+		}
+		if err := r.settle(); err != nil {
+			return fmt.Errorf("advance %d to floor %d: %w", m.Seq, m.Ordinal, err)
 		}
 		if m.Parts != r.parts {
 			return fmt.Errorf("advance %d to floor %d: %d data messages applied, %d published", m.Seq, m.Ordinal, r.parts, m.Parts)
@@ -305,9 +335,9 @@ func (r *Replica) write(c *core.ColumnChanges, ordinal uint64, idx []int, offs, 
 		total += lens[i] * elem
 	}
 	buf := make([]byte, total+8) // +8: an empty array row still points at memory
-	var pin runtime.Pinner
+	pin := &runtime.Pinner{}     // until the op completed (settle): it reads buf when it runs
 	pin.Pin(&buf[0])
-	defer pin.Unpin()
+	release := pin.Unpin
 	base := unsafe.Pointer(&buf[0])
 	var tensors []tensor.Tensor
 	at := int64(0)
@@ -328,24 +358,28 @@ func (r *Replica) write(c *core.ColumnChanges, ordinal uint64, idx []int, offs, 
 		if known.release == nil {
 			var err error
 			if known.query, known.release, err = r.query(known.paths); err != nil {
+				release()
 				return err
 			}
 		}
 		q = known.query
 	} else {
-		var release func()
+		var dropQuery func()
 		var err error
-		if q, release, err = r.query(pathsOf(c, idx)); err != nil {
+		if q, dropQuery, err = r.query(pathsOf(c, idx)); err != nil {
+			release()
 			return err
 		}
-		defer release()
+		release = func() { dropQuery(); pin.Unpin() }
 	}
 	op, err := r.stage.WriteAttribute(core.WriteRequest{Query: q, AttrName: c.Attribute, Ordinal: ordinal,
 		Tensors: tensors, Semantic: c.Semantic, IsArray: c.IsArray})
 	if err != nil {
+		release()
 		return err
 	}
-	return r.wait(op)
+	r.pending = append(r.pending, pendingOp{op: op, done: release})
+	return nil
 }
 
 // delete writes tombstones of entries idx of c at ordinal.
@@ -357,16 +391,18 @@ func (r *Replica) delete(c *core.ColumnChanges, ordinal uint64, idx []int) error
 	if err != nil {
 		return err
 	}
-	defer release()
 	tok, err := r.stage.Dictionary().InternToken(c.Attribute)
 	if err != nil {
+		release()
 		return err
 	}
 	op, err := r.stage.DeleteAttributes(core.DeleteRequest{Query: q, Tokens: []uint64{tok}, Ordinal: ordinal})
 	if err != nil {
+		release()
 		return err
 	}
-	return r.wait(op)
+	r.pending = append(r.pending, pendingOp{op: op, done: release})
+	return nil
 }
 
 // advance raises the local floors as the primary's advance did.
@@ -426,6 +462,7 @@ func (r *Replica) Close() {
 	r.cons.Stop()
 	r.mu.Lock()
 	r.closed = true
+	_ = r.settle() // ops of an advance left incomplete hold pins and queries
 	for _, k := range r.known {
 		k.drop()
 	}
