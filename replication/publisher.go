@@ -64,6 +64,9 @@ type Publisher struct {
 	detach func()
 	queue  chan queued
 	memo   pathMemo // used by the publishing goroutine only
+	// claimSeq is the stream sequence of this publisher's claim, the last one before its
+	// first message.
+	claimSeq uint64
 
 	mu  sync.Mutex
 	st  PublisherStatus
@@ -113,7 +116,7 @@ func Publish(s *core.Stage, opt PublishOptions) (_ *Publisher, err error) {
 	}
 	p.st.URL, p.st.Stream = redact(url), n.stream
 	p.limit = int(p.nc.MaxPayload()) - 4096 // room for the headers
-	if p.js, err = jetstream.New(p.nc); err != nil {
+	if p.js, err = jetstream.New(p.nc, jetstream.WithPublishAsyncTimeout(ackTimeout)); err != nil {
 		return nil, fmt.Errorf("JetStream on %s: %w", p.st.URL, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -151,7 +154,7 @@ func (p *Publisher) claim(ctx context.Context, takeover bool) error {
 			return fmt.Errorf("taking over stream %s: %w", p.n.stream, err)
 		}
 	}
-	_, err := p.js.Publish(ctx, p.n.owner, []byte(p.epoch), jetstream.WithExpectLastSequencePerSubject(0))
+	ack, err := p.js.Publish(ctx, p.n.owner, []byte(p.epoch), jetstream.WithExpectLastSequencePerSubject(0))
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
@@ -160,6 +163,7 @@ func (p *Publisher) claim(ctx context.Context, takeover bool) error {
 	if err != nil {
 		return fmt.Errorf("claiming stage name %q on %s: %w", p.n.stage, p.st.URL, err)
 	}
+	p.claimSeq = ack.Sequence
 	return nil
 }
 
@@ -188,7 +192,44 @@ func (p *Publisher) observe(adv core.SealedAdvance) {
 // closeFlush bounds how long Close keeps publishing what is queued.
 const closeFlush = 5 * time.Second
 
-// run publishes queued advances in order until Close; each one is retried until it is stored.
+// ackTimeout bounds the wait for the server's acknowledgement of one message.
+const ackTimeout = 5 * time.Second
+
+// The publishing window: messages sent and not acknowledged yet, at most this many and this
+// many bytes. Several advances are in flight at once; order holds because every message
+// expects the stream's last sequence to be the one before it (docs/replication.md,
+// "Publisher").
+const (
+	windowMessages = 64
+	windowBytes    = 64 << 20
+)
+
+// flight is one message sent and not acknowledged yet; adv is set on an advance's floor
+// message, the last of the advance: its acknowledgement completes the advance.
+type flight struct {
+	m      message
+	future jetstream.PubAckFuture
+	adv    *sentAdvance
+}
+
+// sentAdvance is what an advance adds to the status once the server stored it.
+type sentAdvance struct {
+	ordinal uint64
+	bytes   int
+}
+
+// window is the publishing goroutine's state: the stream's last sequence as this publisher
+// knows it (acknowledged or predicted for what is in flight) and the messages in flight.
+type window struct {
+	last    uint64
+	flights []flight
+	bytes   int
+}
+
+func (w *window) room() bool { return len(w.flights) < windowMessages && w.bytes < windowBytes }
+
+// run publishes queued advances in order until Close, keeping a window of messages in
+// flight; a message that fails is published again, in order, until it is stored.
 func (p *Publisher) run() {
 	defer close(p.done)
 	defer func() {
@@ -196,23 +237,81 @@ func (p *Publisher) run() {
 			p.setError(fmt.Sprintf("publisher stopped: internal panic: %v", r))
 		}
 	}()
+	w := &window{last: p.claimSeq}
+	closing, closed := false, p.closing
 	for {
-		select {
-		case q := <-p.queue:
-			p.publish(q)
-		case <-p.closing:
-			for { // what was queued before Close (publish gives up after closeFlush)
-				select {
+		// While the server is away the window takes no more: the queue fills and the
+		// producer's next advances are dropped, never waited for.
+		var queue <-chan queued
+		var recheck <-chan time.Time
+		switch {
+		case !p.nc.IsConnected():
+			recheck = time.After(50 * time.Millisecond)
+		case w.room():
+			queue = p.queue
+		}
+		if len(w.flights) == 0 {
+			if closing {
+				select { // what was queued before Close
 				case q := <-p.queue:
-					if !p.publish(q) {
+					if !p.send(w, q) {
 						return
 					}
+					continue
 				default:
 					return
 				}
 			}
+			select {
+			case q := <-queue:
+				if !p.send(w, q) {
+					return
+				}
+			case <-closed:
+				closing, closed = true, nil
+			case <-recheck:
+			}
+			continue
+		}
+		oldest := w.flights[0]
+		select {
+		case q := <-queue:
+			if !p.send(w, q) {
+				return
+			}
+		case <-oldest.future.Ok():
+			p.acknowledged(w)
+		case err := <-oldest.future.Err():
+			if !p.resend(w, err) {
+				return
+			}
+		case <-closed:
+			closing, closed = true, nil // stop selecting it
+		case <-p.abort:
+			return
+		case <-recheck:
 		}
 	}
+}
+
+// acknowledged retires the oldest message in flight.
+func (p *Publisher) acknowledged(w *window) {
+	f := w.flights[0]
+	w.flights = w.flights[1:]
+	w.bytes -= len(f.m.data)
+	if f.adv != nil {
+		p.completed(f.adv)
+	}
+}
+
+// completed adds a stored advance to the status.
+func (p *Publisher) completed(a *sentAdvance) {
+	p.mu.Lock()
+	p.st.Advances++
+	p.st.Ordinal = a.ordinal
+	p.st.Bytes += uint64(a.bytes)
+	p.st.LastError = ""
+	p.mu.Unlock()
 }
 
 func (p *Publisher) setError(msg string) {
@@ -221,20 +320,48 @@ func (p *Publisher) setError(msg string) {
 	p.mu.Unlock()
 }
 
-// publish sends one advance, retrying with backoff; false when Close gave up on it.
-func (p *Publisher) publish(q queued) bool {
+// send encodes one advance and publishes its messages without waiting for acknowledgements;
+// false when Close gave up on it.
+func (p *Publisher) send(w *window, q queued) bool {
 	msgs, bytes, err := p.encode(q)
 	if err != nil {
 		p.setError(err.Error())
 		return true
 	}
-	backoff := 50 * time.Millisecond
-	for {
-		err := p.send(msgs)
-		if err == nil {
-			break
+	for i, m := range msgs {
+		f := flight{m: m}
+		if i == len(msgs)-1 {
+			f.adv = &sentAdvance{ordinal: q.adv.Ordinal, bytes: bytes}
 		}
-		p.setError(fmt.Sprintf("publishing the advance to %d: %v (retrying)", q.adv.Ordinal, err))
+		fut, err := p.js.PublishAsync(m.subject, m.data, jetstream.WithMsgID(m.id), jetstream.WithExpectLastSequence(w.last))
+		w.flights = append(w.flights, f)
+		w.bytes += len(m.data)
+		if err != nil { // what follows this message waits for the resend
+			if !p.resend(w, fmt.Errorf("sending: %w", err)) {
+				return false
+			}
+			continue
+		}
+		w.flights[len(w.flights)-1].future = fut
+		w.last++ // the sequence this message gets once stored
+	}
+	return true
+}
+
+// resend publishes every message in flight again, one at a time and in order, after the
+// oldest failed with cause. Later messages in flight expected the failed one before them,
+// so the stream stored a prefix of the window at most: the stream's last message tells how
+// much (by its message id), the rest is published expecting the stream's actual last
+// sequence. Retries back off while the server is away; false when Close gave up.
+func (p *Publisher) resend(w *window, cause error) bool {
+	backoff := 50 * time.Millisecond
+	for len(w.flights) > 0 {
+		p.setError(fmt.Sprintf("publishing the advance of message %s: %v (retrying)", w.flights[0].m.id, cause))
+		err := p.resendOnce(w)
+		if err == nil {
+			continue
+		}
+		cause = err
 		select {
 		case <-p.abort:
 			return false
@@ -242,13 +369,46 @@ func (p *Publisher) publish(q queued) bool {
 		}
 		backoff = min(2*backoff, time.Second)
 	}
-	p.mu.Lock()
-	p.st.Advances++
-	p.st.Ordinal = q.adv.Ordinal
-	p.st.Bytes += uint64(bytes)
-	p.st.LastError = ""
-	p.mu.Unlock()
 	return true
+}
+
+// resendOnce syncs with the stream and publishes the oldest message in flight again.
+func (p *Publisher) resendOnce(w *window) error {
+	ctx, cancel := context.WithTimeout(context.Background(), ackTimeout)
+	defer cancel()
+	info, err := p.stream.Info(ctx)
+	if err != nil {
+		return err
+	}
+	w.last = info.State.LastSeq
+	if w.last > 0 {
+		if last, err := p.stream.GetMsg(ctx, w.last); err == nil {
+			p.dropStored(w, last.Header.Get(jetstream.MsgIDHeader))
+		}
+	}
+	if len(w.flights) == 0 {
+		return nil
+	}
+	f := w.flights[0]
+	ack, err := p.js.Publish(ctx, f.m.subject, f.m.data, jetstream.WithMsgID(f.m.id), jetstream.WithExpectLastSequence(w.last))
+	if err != nil {
+		return err
+	}
+	w.last = max(w.last, ack.Sequence)
+	p.acknowledged(w)
+	return nil
+}
+
+// dropStored retires the messages in flight up to the one of id, when the stream holds it.
+func (p *Publisher) dropStored(w *window, id string) {
+	for i, f := range w.flights {
+		if f.m.id == id {
+			for range i + 1 {
+				p.acknowledged(w)
+			}
+			return
+		}
+	}
 }
 
 // message is one message to publish, with its deduplication id.
@@ -277,34 +437,6 @@ func (p *Publisher) encode(q queued) ([]message, int, error) {
 		Attributes: q.adv.Attributes, Parts: uint32(len(msgs)), Nanos: q.nanos})
 	msgs = append(msgs, message{subject: p.n.floor, id: fmt.Sprintf("%s.%d.f", p.epoch, q.seq), data: floor})
 	return msgs, bytes, nil
-}
-
-// ackTimeout bounds the wait for the server's acknowledgements of one advance.
-const ackTimeout = 5 * time.Second
-
-// send publishes msgs asynchronously and waits until the server stored all of them.
-func (p *Publisher) send(msgs []message) error {
-	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
-	for _, m := range msgs {
-		f, err := p.js.PublishAsync(m.subject, m.data, jetstream.WithMsgID(m.id))
-		if err != nil {
-			return err
-		}
-		futures = append(futures, f)
-	}
-	timeout := time.After(ackTimeout)
-	for _, f := range futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			return err
-		case <-timeout:
-			return fmt.Errorf("no acknowledgement within %s", ackTimeout)
-		case <-p.abort:
-			return errors.New("closed before the server acknowledged")
-		}
-	}
-	return nil
 }
 
 // pathMemo remembers the paths of each (attribute, part) last published, so a message whose
