@@ -1,0 +1,52 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ovstage-go/ovstage/core"
+)
+
+// TestResendStoresEachMessageOnceInOrder: after a failure the window is published again;
+// the messages the stream already holds (their acknowledgements lost) are not stored twice,
+// the rest follow them in order.
+func TestResendStoresEachMessageOnceInOrder(t *testing.T) {
+	s := core.NewStage("resend", core.Config{})
+	t.Cleanup(s.Destroy)
+	pub, err := Publish(s, PublishOptions{})
+	require.NoError(t, err)
+	t.Cleanup(pub.Close)
+	msgs := make([]message, 4)
+	for i := range msgs {
+		msgs[i] = message{subject: pub.n.data, id: fmt.Sprintf("test.%d", i), data: []byte{byte(i)}}
+	}
+	ctx := context.Background()
+	last := pub.claimSeq
+	for _, m := range msgs[:2] { // these two reached the stream
+		ack, err := pub.js.Publish(ctx, m.subject, m.data, jetstream.WithMsgID(m.id), jetstream.WithExpectLastSequence(last))
+		require.NoError(t, err)
+		last = ack.Sequence
+	}
+	w := &window{last: last + 7} // a prediction gone wrong, as after a failure
+	for _, m := range msgs {
+		w.flights = append(w.flights, flight{m: m, adv: &sentAdvance{ordinal: uint64(len(w.flights) + 1)}})
+	}
+	require.True(t, pub.resend(w, errors.New("acknowledgements lost")))
+	require.Empty(t, w.flights)
+	info, err := pub.stream.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, pub.claimSeq+4, info.State.LastSeq, "each message stored once")
+	for i := range msgs {
+		m, err := pub.stream.GetMsg(ctx, pub.claimSeq+uint64(i)+1)
+		require.NoError(t, err)
+		require.Equal(t, msgs[i].data, m.Data, "message %d in order", i)
+	}
+	st := pub.Status()
+	require.Equal(t, uint64(4), st.Advances)
+	require.Equal(t, uint64(4), st.Ordinal)
+}
