@@ -47,6 +47,31 @@ func TestAdvanceFeedReportsSealedChanges(t *testing.T) {
 	require.Len(t, got, 3)
 }
 
+// TestAdvanceFeedCopiesRunsOfRows: in a dense change set a tombstone or an unchanged row
+// between written rows splits the copy of their values; each written row's value arrives.
+func TestAdvanceFeedCopiesRunsOfRows(t *testing.T) {
+	f := newFixtureConfig(t, Config{}, "/World/A", "/World/B", "/World/C", "/World/D")
+	var got []SealedAdvance
+	_, err := f.s.ObserveAdvances(func(a SealedAdvance) { got = append(got, a) })
+	require.NoError(t, err)
+	f.wait(must(f.write(1, []float32{1, 2, 3, 4})))
+	f.seal(1)
+	ad := f.queryOf("/World/A", "/World/D")
+	f.wait(must(f.writeF32(ad, "temperature", 2, 5, 8)))
+	op, err := f.s.DeleteAttributes(DeleteRequest{Query: f.queryOf("/World/B"), Tokens: []uint64{f.attr}, Ordinal: 2})
+	f.wait(must(op, err))
+	f.seal(2)
+	require.Len(t, got, 2)
+	c := got[0].Columns[0]
+	require.Equal(t, f32s(1, 2, 3, 4), c.Values)
+	c = got[1].Columns[0]
+	require.True(t, c.Exact)
+	require.Equal(t, []string{"/World/A", "/World/B", "/World/D"}, c.Paths)
+	require.Equal(t, []bool{false, true, false}, c.Deleted)
+	require.Equal(t, []uint64{2, 2, 2}, c.Ordinals)
+	require.Equal(t, f32s(5, 8), c.Values)
+}
+
 // TestAdvanceFeedFallsBackToTheWholeColumn: when an advance seals more changes than the
 // column retains, membership is inexact and every sealed row is reported at the floor.
 func TestAdvanceFeedFallsBackToTheWholeColumn(t *testing.T) {
