@@ -122,6 +122,7 @@ func (c *Column) changedRows(from, floor uint64) (rows []int32, ords []uint64, e
 				at[r] = rec.ordinal
 			}
 		}
+		rows, ords = make([]int32, 0, min(touched, nrows)), make([]uint64, 0, min(touched, nrows))
 		for r, o := range at {
 			if o != 0 {
 				rows, ords = append(rows, int32(r)), append(ords, o)
