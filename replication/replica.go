@@ -334,14 +334,24 @@ func (r *Replica) write(c *core.ColumnChanges, ordinal uint64, idx []int, offs, 
 	for _, i := range idx {
 		total += lens[i] * elem
 	}
-	buf := make([]byte, total+8) // +8: an empty array row still points at memory
-	pin := &runtime.Pinner{}     // until the op completed (settle): it reads buf when it runs
+	whole := !c.IsArray && len(idx) == len(c.Paths) && total > 0
+	var buf []byte
+	if whole { // every entry, in order: the message's values as they are
+		buf = c.Values
+	} else {
+		buf = make([]byte, total+8) // +8: an empty array row still points at memory
+	}
+	pin := &runtime.Pinner{} // until the op completed (settle): it reads buf when it runs
 	pin.Pin(&buf[0])
 	release := pin.Unpin
 	base := unsafe.Pointer(&buf[0])
 	var tensors []tensor.Tensor
 	at := int64(0)
-	for _, i := range idx {
+	copies := idx
+	if whole {
+		copies = nil // nothing to gather
+	}
+	for _, i := range copies {
 		n := lens[i] * elem
 		copy(buf[at:at+n], c.Values[offs[i]:offs[i]+n])
 		if c.IsArray {
