@@ -376,6 +376,13 @@ func (p *Publisher) resend(w *window, cause error) bool {
 func (p *Publisher) resendOnce(w *window) error {
 	ctx, cancel := context.WithTimeout(context.Background(), ackTimeout)
 	defer cancel()
+	go func() { // Close's bound holds while a request waits for a server that is away
+		select {
+		case <-p.abort:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	info, err := p.stream.Info(ctx)
 	if err != nil {
 		return err
