@@ -93,8 +93,8 @@ def test_the_hot_paths_keep_the_gil_and_waits_release_it(
 ) -> None:
     """The hot paths' native calls keep the GIL (setup.py GIL_HELD, pybind/API.md "The GIL"):
     a thread waiting for it makes no progress across writes, waits and a read's fetch, export
-    and release, while a wait that blocks lets it run. The switch interval is made so long that the GIL
-    changes hands only where a thread gives it up."""
+    and release, while a wait that blocks lets it run. The switch interval is made so long that
+    the GIL changes hands only where a thread gives it up."""
     query = make_query(PRIMS)
     values = np.arange(3, dtype=np.float32)
     stage.write_attribute(query, "g", 1, values, is_array=False).wait()
