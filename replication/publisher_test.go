@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strconv"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -49,4 +51,47 @@ func TestResendStoresEachMessageOnceInOrder(t *testing.T) {
 	st := pub.Status()
 	require.Equal(t, uint64(4), st.Advances)
 	require.Equal(t, uint64(4), st.Ordinal)
+}
+
+// TestPublishingResumesAfterTheServerReturns: advances sealed while the server is away are
+// published once it is back at the same address with its storage, in order, and a replica
+// applies all of them.
+func TestPublishingResumesAfterTheServerReturns(t *testing.T) {
+	dir := t.TempDir()
+	emb, err := StartEmbedded(dir)
+	require.NoError(t, err)
+	u, err := url.Parse(emb.URL())
+	require.NoError(t, err)
+	port, err := strconv.Atoi(u.Port())
+	require.NoError(t, err)
+	s := core.NewStage("resume", core.Config{})
+	t.Cleanup(s.Destroy)
+	pub, err := Publish(s, PublishOptions{URL: emb.URL()})
+	require.NoError(t, err)
+	t.Cleanup(pub.Close)
+	q := queryOf(t, s, []string{"/A"})
+	step := func(o uint64) {
+		op, err := s.WriteAttribute(core.WriteRequest{Query: q, AttrName: "x", Ordinal: o, Tensors: hostF32([]float32{float32(o)})})
+		must(t, s, op, err)
+		op, err = s.AdvanceWriteFloor(o, core.ScopeAll, nil)
+		must(t, s, op, err)
+	}
+	step(1)
+	waitFor(t, "the first advance", func() bool { return pub.Status().Advances == 1 })
+	emb.Shutdown()
+	for o := uint64(2); o <= 4; o++ {
+		step(o)
+	}
+	emb, err = startEmbedded(dir, port)
+	require.NoError(t, err)
+	t.Cleanup(emb.Shutdown)
+	waitFor(t, "the advances sealed during the outage", func() bool { return pub.Status().Advances == 4 })
+	require.Zero(t, pub.Status().Dropped)
+	seen, rep := mirrorOf(t, emb.URL(), "resume")
+	waitFor(t, "the replica", func() bool { return rep.Status().Ordinal == 4 })
+	require.False(t, rep.Status().Failed, rep.Status().LastError)
+	for o := uint64(1); o <= 4; o++ {
+		got, _ := seen(o)
+		require.Equal(t, visible{"x": {"/A": string(bytesOf([]float32{float32(o)}))}}, got, "ordinal %d", o)
+	}
 }

@@ -22,6 +22,12 @@ type Embedded struct {
 // StartEmbedded starts a server on 127.0.0.1 at a random port, storing JetStream files in dir
 // (a new temporary directory, removed at Shutdown, when dir is empty).
 func StartEmbedded(dir string) (*Embedded, error) {
+	return startEmbedded(dir, server.RANDOM_PORT)
+}
+
+// startEmbedded is StartEmbedded at a given port (tests restart a server where its clients
+// reconnect).
+func startEmbedded(dir string, port int) (*Embedded, error) {
 	e := &Embedded{dir: dir}
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "ovstage-nats-")
@@ -34,7 +40,7 @@ func StartEmbedded(dir string) (*Embedded, error) {
 	}
 	opts := &server.Options{
 		Host:       "127.0.0.1",
-		Port:       server.RANDOM_PORT,
+		Port:       port,
 		JetStream:  true,
 		StoreDir:   e.dir,
 		NoLog:      true,
