@@ -70,12 +70,7 @@ func TestPublishingResumesAfterTheServerReturns(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(pub.Close)
 	q := queryOf(t, s, []string{"/A"})
-	step := func(o uint64) {
-		op, err := s.WriteAttribute(core.WriteRequest{Query: q, AttrName: "x", Ordinal: o, Tensors: hostF32([]float32{float32(o)})})
-		must(t, s, op, err)
-		op, err = s.AdvanceWriteFloor(o, core.ScopeAll, nil)
-		must(t, s, op, err)
-	}
+	step := func(o uint64) { writeAndSeal(t, s, q, o, float32(o)) }
 	step(1)
 	waitFor(t, "the first advance", func() bool { return pub.Status().Advances == 1 })
 	emb.Shutdown()

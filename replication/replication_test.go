@@ -115,6 +115,15 @@ func bytesOf(v []float32) []byte {
 
 var f32 = tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 1}
 
+// writeAndSeal writes x = v to the prims of q at ordinal o and advances every floor to o.
+func writeAndSeal(t *testing.T, s *core.Stage, q, o uint64, v float32) {
+	t.Helper()
+	op, err := s.WriteAttribute(core.WriteRequest{Query: q, AttrName: "x", Ordinal: o, Tensors: hostF32([]float32{v})})
+	must(t, s, op, err)
+	op, err = s.AdvanceWriteFloor(o, core.ScopeAll, nil)
+	must(t, s, op, err)
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -282,14 +291,7 @@ func TestPrimaryKeepsWorkingWhenTheServerGoes(t *testing.T) {
 	require.NoError(t, err)
 	pub.flush = 300 * time.Millisecond
 	q := queryOf(t, s, []string{"/A"})
-	vals := []float32{1}
-	step := func(o uint64) {
-		op, err := s.WriteAttribute(core.WriteRequest{Query: q, AttrName: "x", Ordinal: o,
-			Tensors: hostF32(vals)})
-		must(t, s, op, err)
-		op, err = s.AdvanceWriteFloor(o, core.ScopeAll, nil)
-		must(t, s, op, err)
-	}
+	step := func(o uint64) { writeAndSeal(t, s, q, o, 1) }
 	step(1)
 	waitFor(t, "the first advance", func() bool { return pub.Status().Advances == 1 })
 	emb.Shutdown()
