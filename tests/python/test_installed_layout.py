@@ -96,3 +96,23 @@ def test_pyproject_lists_every_package_of_the_source_tree() -> None:
         for p in (source / "ovstage").rglob("__init__.py")
     }
     assert found - listed == set()
+
+
+def test_the_sdist_manifest_grafts_every_go_source_directory() -> None:
+    """MANIFEST.in names the sdist's folders one by one: a top-level folder holding Go sources
+    that is not grafted leaves the sdist unable to build the extension (CI's sdist step finds it
+    too, but only at its end)."""
+    manifest = REPO / "MANIFEST.in"
+    if not manifest.is_file():
+        pytest.skip("a copy of the tests without the source tree (the wheel run of CI)")
+    grafted = set(re.findall(r"^graft (\S+)$", manifest.read_text(), re.MULTILINE))
+    go_dirs = {
+        top.name
+        for top in REPO.iterdir()
+        if top.is_dir()
+        and not top.name.startswith(".")
+        and top.name not in {"build", "dist"}
+        and next(top.rglob("*.go"), None) is not None
+    }
+    assert go_dirs, "no Go sources found under the repository root"
+    assert go_dirs - grafted == set()
