@@ -55,12 +55,18 @@ func (c *cstage) tok(name string) uint64 {
 // query is a path-list query over paths (released with the stage).
 func (c *cstage) query(paths ...string) uint64 {
 	c.t.Helper()
-	list, err := c.s.Dictionary().CreateListFromStrings(paths)
-	require.NoError(c.t, err)
-	q, err := c.s.QueryFromPathList(list)
-	require.NoError(c.t, err)
-	_, err = c.s.Dictionary().Release(list)
-	require.NoError(c.t, err)
+	return pathListQuery(c.t, c.s, paths)
+}
+
+// pathListQuery is a path-list query of s over paths (released with the stage).
+func pathListQuery(t testing.TB, s *Stage, paths []string) uint64 {
+	t.Helper()
+	list, err := s.Dictionary().CreateListFromStrings(paths)
+	require.NoError(t, err)
+	q, err := s.QueryFromPathList(list)
+	require.NoError(t, err)
+	_, err = s.Dictionary().Release(list)
+	require.NoError(t, err)
 	return q
 }
 

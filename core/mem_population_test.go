@@ -91,17 +91,9 @@ func populateShaped(t testing.TB, s *Stage, meshes int, profile string) (pending
 		all = append(all, p)
 		only = append(only, p)
 	}
-	query := func(paths []string) uint64 {
-		list, err := s.Dictionary().CreateListFromStrings(paths)
-		require.NoError(t, err)
-		q, err := s.QueryFromPathList(list)
-		require.NoError(t, err)
-		_, _ = s.Dictionary().Release(list)
-		return q
-	}
 	cols := memColumns()
 	heap0, buf0 := heapInUse(), buffer.LiveBytes()
-	qAll, qOnly := query(all), query(only)
+	qAll, qOnly := pathListQuery(t, s, all), pathListQuery(t, s, only)
 	var f memFigures
 	keep := make([][]byte, 0, 2*len(cols)) // payload sources stay alive until the ops ran
 	var ops []uint64
