@@ -244,9 +244,9 @@ class PathDictionary:
         sid = self._sid()
         return call(native.PathToString, sid, as_uint64(primpath, "primpath"))
 
-    def path_strings(self, primpaths: Sequence[int]) -> list[str]:
+    def _path_strings(self, primpaths: Sequence[int]) -> list[str]:
         """``path_to_string`` of several handles, the stage checked once (USD export formats
-        every prim path of a stage)."""
+        every prim path of a stage; not public API: the reference has no such call)."""
         sid = self._sid()
         try:
             values = array.array("Q", primpaths)
@@ -330,4 +330,4 @@ class PathDictionary:
 
     def get_path_strings(self, path_list: int) -> list[str]:
         """The list's paths as strings."""
-        return self.path_strings(self.get_paths(path_list))
+        return self._path_strings(self.get_paths(path_list))

@@ -120,7 +120,9 @@ class Resolver:
         known = self._paths
         new = [i for i in dict.fromkeys(ids) if i not in known]
         if new:
-            known.update(zip(new, self.dictionary.path_strings(new), strict=True))
+            # the dictionary's batch form (ours, kept off its public API)
+            strings = self.dictionary._path_strings(new)
+            known.update(zip(new, strings, strict=True))
         return [known[i] for i in ids]
 
     def path(self, path_id: int) -> str:
