@@ -387,3 +387,24 @@ def test_with_a_history_window_the_state_behind_a_producer_is_read(stage) -> Non
     report = pop.export_to_usd_layer(stage, layer, 1, attribute_rules=HEAT)
     assert report["source_states_unavailable"] == 0
     assert _value(layer, "sim:heat") == 1
+
+
+def test_two_rules_naming_one_destination_on_a_new_prim(stage) -> None:
+    """A prim the export made gets its attribute specs without a lookup; a second value for
+    the same destination name still lands on the one spec (the later column's, by name)."""
+    pop.open_usd_from_string(stage, SCENE_TWO, 1)
+    stage.advance_write_floor(1).wait()
+    rules = [
+        {
+            "source_attribute_name": name,
+            "destination_attribute_name": "sim:out",
+            "flags": pop.OVSTAGE_POPULATION_EXPORT_RULE_INFER_CUSTOM_TYPE,
+        }
+        for name in ("sim:heat", "sim:mass")
+    ]
+    layer = Sdf.Layer.CreateAnonymous("one-name.usda")
+    report = pop.export_to_usd_layer(stage, layer, 1, attribute_rules=rules)
+    assert report["attributes_exported"] == 2
+    assert _value(layer, "sim:out") == 5
+    assert set(layer.GetPrimAtPath("/World/A").properties.keys()) >= {"sim:out"}
+    assert layer.GetAttributeAtPath("/World/A.sim:heat") is None

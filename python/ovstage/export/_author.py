@@ -147,10 +147,11 @@ def _attribute_batch(specs: _Specs, batch: AttributeBatch) -> None:
     value_type = Sdf.ValueTypeNames.Find(batch.type_name)
     variability = Sdf.VariabilityUniform if batch.uniform else Sdf.VariabilityVarying
     name, custom, made = batch.name, batch.custom, specs.made
+    all_made = made.issuperset(batch.paths)
     of = specs.of  # plan.prims holds every path a batch writes: all made or looked up above
     for path, value in zip(batch.paths, batch.values, strict=True):
-        prim = of.get(path) or specs.get(path)
-        if path in made:
+        prim = of[path]
+        if all_made or path in made:
             try:
                 Sdf.AttributeSpec(prim, name, value_type, variability, custom).default = value
                 continue
