@@ -244,6 +244,17 @@ class PathDictionary:
         sid = self._sid()
         return call(native.PathToString, sid, as_uint64(primpath, "primpath"))
 
+    def _path_strings(self, primpaths: Sequence[int]) -> list[str]:
+        """``path_to_string`` of several handles, the stage checked once (USD export formats
+        every prim path of a stage; not public API: the reference has no such call)."""
+        sid = self._sid()
+        try:
+            values = array.array("Q", primpaths)
+        except (TypeError, OverflowError):
+            values = array.array("Q", [as_uint64(p, "primpaths") for p in primpaths])
+        fn = native.PathToString
+        return call(lambda: [fn(sid, p) for p in values])
+
     def create_path_list(self, primpaths: Sequence[int]) -> PathList:
         """A new list of path handles (refcount 1, owned by the returned PathList)."""
         book = self._owner()
@@ -319,4 +330,4 @@ class PathDictionary:
 
     def get_path_strings(self, path_list: int) -> list[str]:
         """The list's paths as strings."""
-        return [self.path_to_string(p) for p in self.get_paths(path_list)]
+        return self._path_strings(self.get_paths(path_list))

@@ -304,3 +304,107 @@ def test_async_layer_stage_and_typed_hierarchy_exports(stage, tmp_path: Path) ->
     assert Sdf.Layer.OpenAsAnonymous(str(typed)).GetPrimAtPath("/World/B").typeName == "Xform"
     with pytest.raises(RuntimeError, match="consumed"):
         op.wait()
+
+
+# -- source states that cannot be read at the ordinal ------------------------------------
+
+SCENE_TWO = """#usda 1.0
+def Xform "World"
+{
+    def Xform "A"
+    {
+        float sim:heat = 1
+        float sim:mass = 5
+    }
+}
+"""
+
+
+def _value(layer: Sdf.Layer, name: str) -> object:
+    spec = layer.GetAttributeAtPath(f"/World/A.{name}")
+    return spec.default if spec else None
+
+
+@pytest.mark.parity
+def test_an_unreadable_source_state_is_skipped_and_counted(stage) -> None:
+    """Without a history window (parity mode) a change recorded after the ordinal, sealed or
+    not, makes that attribute's state at the ordinal unreadable: the export skips it, counts
+    it, and exports the rest."""
+    pop.open_usd_from_string(stage, SCENE_TWO, 1)
+    stage.advance_write_floor(1).wait()
+    _heat(stage, "/World/A", 7.0, 2)  # a producer ahead of the floor, not sealed
+    layer = Sdf.Layer.CreateAnonymous("unavailable.usda")
+    report = pop.export_to_usd_layer(stage, layer, 1, attribute_rules=HEAT)
+    assert report["source_states_unavailable"] == 1
+    assert _value(layer, "sim:heat") is None  # neither the old nor the unsealed value
+    assert _value(layer, "sim:mass") == 5
+    assert report["attributes_exported"] == 1
+    # once sealed, the next export at the new floor reads it again
+    stage.advance_write_floor(2).wait()
+    again = Sdf.Layer.CreateAnonymous("available.usda")
+    report = pop.export_to_usd_layer(stage, again, 2, attribute_rules=HEAT)
+    assert report["source_states_unavailable"] == 0
+    assert _value(again, "sim:heat") == 7
+
+
+@pytest.mark.parity
+def test_a_change_export_counts_an_unreadable_state_too(stage, tmp_path: Path) -> None:
+    pop.open_usd_from_string(stage, SCENE_TWO, 1)
+    stage.advance_write_floor(1).wait()
+    with pop.create_export_destination(stage, tmp_path / "changes.usda") as destination:
+        destination.export(1, attribute_rules=HEAT)
+        _heat(stage, "/World/A", 7.0, 2)
+        report = destination.export(1, since_ordinal=0, selection=CHANGES, attribute_rules=HEAT)
+        assert report["source_states_unavailable"] == 1
+        assert _value(destination.layer, "sim:mass") == 5
+
+
+@pytest.mark.parity
+def test_a_required_rule_on_an_unreadable_state_fails_the_export(stage) -> None:
+    pop.open_usd_from_string(stage, SCENE_TWO, 1)
+    stage.advance_write_floor(1).wait()
+    _heat(stage, "/World/A", 7.0, 2)
+    layer = Sdf.Layer.CreateAnonymous("required.usda")
+    rules = [
+        {
+            "source_attribute_name": "sim:heat",
+            "flags": pop.OVSTAGE_POPULATION_EXPORT_RULE_INFER_CUSTOM_TYPE
+            | pop.OVSTAGE_POPULATION_EXPORT_RULE_REQUIRED,
+        }
+    ]
+    with pytest.raises(ovstage.OvstageError, match=r"sim:heat.*could not be read") as caught:
+        pop.export_to_usd_layer(stage, layer, 1, attribute_rules=rules)
+    assert caught.value.code == ovstage.ErrorCode.OP_FAILED
+    assert layer.empty  # the export failed before writing
+
+
+def test_with_a_history_window_the_state_behind_a_producer_is_read(stage) -> None:
+    """The same sequence with the default window: the sealed state at 1 is served."""
+    pop.open_usd_from_string(stage, SCENE_TWO, 1)
+    stage.advance_write_floor(1).wait()
+    _heat(stage, "/World/A", 7.0, 2)
+    layer = Sdf.Layer.CreateAnonymous("window.usda")
+    report = pop.export_to_usd_layer(stage, layer, 1, attribute_rules=HEAT)
+    assert report["source_states_unavailable"] == 0
+    assert _value(layer, "sim:heat") == 1
+
+
+def test_two_rules_naming_one_destination_on_a_new_prim(stage) -> None:
+    """A prim the export made gets its attribute specs without a lookup; a second value for
+    the same destination name still lands on the one spec (the later column's, by name)."""
+    pop.open_usd_from_string(stage, SCENE_TWO, 1)
+    stage.advance_write_floor(1).wait()
+    rules = [
+        {
+            "source_attribute_name": name,
+            "destination_attribute_name": "sim:out",
+            "flags": pop.OVSTAGE_POPULATION_EXPORT_RULE_INFER_CUSTOM_TYPE,
+        }
+        for name in ("sim:heat", "sim:mass")
+    ]
+    layer = Sdf.Layer.CreateAnonymous("one-name.usda")
+    report = pop.export_to_usd_layer(stage, layer, 1, attribute_rules=rules)
+    assert report["attributes_exported"] == 2
+    assert _value(layer, "sim:out") == 5
+    assert set(layer.GetPrimAtPath("/World/A").properties.keys()) >= {"sim:out"}
+    assert layer.GetAttributeAtPath("/World/A.sim:heat") is None

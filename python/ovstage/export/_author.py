@@ -11,8 +11,8 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from ..population._usd import Sdf
-from ._plan import Plan
+from ..population._usd import Sdf, Tf
+from ._plan import AttributeBatch, Plan
 
 __all__ = ["author", "existing_type_of", "layer_fields", "prim_fields"]
 
@@ -43,24 +43,28 @@ def existing_type_of(layer: Any) -> Any:
 
 
 class _Specs:
-    """Prim specs of one layer, looked up or made once each."""
+    """Prim specs of one layer, looked up or made once each. ``made``: the paths this export
+    created (they had no properties before it)."""
 
     def __init__(self, layer: Any, specifier_def: bool) -> None:
         self.layer = layer
         self.specifier_def = specifier_def
-        self._of: dict[str, Any] = {}
+        self.of: dict[str, Any] = {}
+        self.made: set[str] = set()
+        self._empty = layer.empty  # nothing to look up: every spec is new
 
     def get(self, path: str) -> Any:
-        spec = self._of.get(path)
+        spec = self.of.get(path)
         if spec is None:
-            spec = self.layer.GetPrimAtPath(path)
+            spec = None if self._empty else self.layer.GetPrimAtPath(path)
             if not spec:
                 spec = Sdf.CreatePrimInLayer(self.layer, path)
+                self.made.add(path)
                 if self.specifier_def:
                     self._define_upwards(spec)
             elif self.specifier_def and spec.specifier != Sdf.SpecifierDef:
                 spec.specifier = Sdf.SpecifierDef
-            self._of[path] = spec
+            self.of[path] = spec
         return spec
 
     def _define_upwards(self, spec: Any) -> None:
@@ -90,19 +94,7 @@ def author(layer: Any, plan: Plan) -> None:
             if type_name is not None:
                 spec.typeName = type_name
         for batch in plan.attributes:
-            value_type = Sdf.ValueTypeNames.Find(batch.type_name)
-            variability = Sdf.VariabilityUniform if batch.uniform else Sdf.VariabilityVarying
-            for path, value in zip(batch.paths, batch.values, strict=True):
-                prim = specs.get(path)
-                attr = prim.attributes.get(batch.name)
-                if attr is not None and attr.typeName != value_type:
-                    prim.RemoveProperty(attr)
-                    attr = None
-                if attr is None:
-                    attr = Sdf.AttributeSpec(
-                        prim, batch.name, value_type, variability, batch.custom
-                    )
-                attr.default = value
+            _attribute_batch(specs, batch)
         for path, name, targets in plan.relationships:
             prim = specs.get(path)
             rel = prim.relationships.get(name)
@@ -146,6 +138,32 @@ def author(layer: Any, plan: Plan) -> None:
             layer.customLayerData = data
         for name, value in plan.layer_metadata:
             layer.pseudoRoot.SetInfo(name, value)
+
+
+def _attribute_batch(specs: _Specs, batch: AttributeBatch) -> None:
+    """One batch's values. A prim this export made has no attribute yet, so its spec is made
+    without a lookup (the cost of a full export is mostly these Sdf calls); a name made twice
+    on one prim (two rules naming one destination) falls back to the lookup."""
+    value_type = Sdf.ValueTypeNames.Find(batch.type_name)
+    variability = Sdf.VariabilityUniform if batch.uniform else Sdf.VariabilityVarying
+    name, custom, made = batch.name, batch.custom, specs.made
+    all_made = made.issuperset(batch.paths)
+    of = specs.of  # plan.prims holds every path a batch writes: all made or looked up above
+    for path, value in zip(batch.paths, batch.values, strict=True):
+        prim = of[path]
+        if all_made or path in made:
+            try:
+                Sdf.AttributeSpec(prim, name, value_type, variability, custom).default = value
+                continue
+            except Tf.ErrorException:
+                pass
+        attr = prim.attributes.get(name)
+        if attr is not None and attr.typeName != value_type:
+            prim.RemoveProperty(attr)
+            attr = None
+        if attr is None:
+            attr = Sdf.AttributeSpec(prim, name, value_type, variability, custom)
+        attr.default = value
 
 
 def _remove(layer: Any, plan: Plan) -> None:

@@ -38,6 +38,7 @@ import numpy as np
 from .._enums import AttributeSemantic
 from .._errors import ErrorCode, OvstageError
 from ..population._mapping import METADATA, NEVER_PUBLISHED, RESET_XFORM_STACK, XFORM
+from ..population._usd import Vt
 from . import _inverse, _schemas
 from ._rules import (
     ExportOptions,
@@ -98,6 +99,12 @@ class Plan:
     def spec(self, path: str) -> None:
         self.prims.setdefault(path, None)
 
+    def specs(self, paths: list[str]) -> None:
+        """:meth:`spec` of each path."""
+        add = self.prims.setdefault
+        for path in paths:
+            add(path, None)
+
 
 def _never_attribute(name: str, column: Column) -> bool:
     return (
@@ -134,6 +141,8 @@ class _Planner:
         pred = options.prim_predicate
         self.candidates = [p for p in state.prims if prim_accepts(pred, state, p)]
         self.candidate_set = set(self.candidates)
+        #: Every prim of the state is a candidate (column paths are state prims).
+        self._all_candidates = len(self.candidates) == len(state.prims)
         report["prims_examined"] = len(state.prims)
         report["prims_skipped"] = len(state.prims) - len(self.candidates)
         self._decisions: dict[
@@ -228,21 +237,69 @@ class _Planner:
         return dest, usd_type, custom, dest in declared.uniform, fallback
 
     def attributes(self) -> None:
-        candidates = self.candidate_set
+        self._unavailable()
         for name, column in self.state.columns.items():
             if not column.paths or _never_attribute(name, column):
                 continue
             groups: dict[tuple[str, str, bool, bool], list[tuple[int, Any]]] = {}
-            for row, path in enumerate(column.paths):
-                if path not in candidates:
-                    continue
-                decision = self._decide(name, path, column)
+            for row, decision in self._decisions_of(name, column):
                 if decision is None:
                     continue
                 dest, usd_type, custom, uniform, fallback = decision
                 groups.setdefault((dest, usd_type, custom, uniform), []).append((row, fallback))
             for (dest, usd_type, custom, uniform), rows in groups.items():
+                rows.sort()  # the column's order: prim specs are made in it
                 self._attribute_batch(column, dest, usd_type, custom, uniform, rows)
+
+    def _candidate_rows(self, column: Column) -> list[int]:
+        """The rows of ``column`` whose prim is a candidate."""
+        if self._all_candidates:
+            return list(range(len(column.paths)))
+        candidates = self.candidate_set
+        return [r for r, p in enumerate(column.paths) if p in candidates]
+
+    def _unavailable(self) -> None:
+        """Attributes whose state at the ordinal could not be read are skipped and counted
+        (``source_states_unavailable``); a REQUIRED rule naming one fails the export."""
+        self.report["source_states_unavailable"] = len(self.state.unavailable)
+        for name in sorted(self.state.unavailable):
+            for rule in self.options.attribute_rules:
+                if rule.flags & RuleFlags.REQUIRED and name_matches(
+                    rule.source_attribute_name, rule.source_attribute_name_match, name
+                ):
+                    raise _fail(
+                        f"attribute {name}: its state at ordinal {self.state.ordinal} "
+                        "could not be read (a REQUIRED rule selects it)"
+                    )
+
+    def _decisions_of(self, name: str, column: Column) -> Iterator[tuple[int, Decision]]:
+        """``(row, decision)`` of each candidate prim of ``column``.
+
+        Without rule paths, prims of one (type, schemas) share a decision unless it asked the
+        destination: one is decided, and its report counts are added for the others (a
+        stage's prims are mostly of a few kinds)."""
+        rows = self._candidate_rows(column)
+        if not self._path_free:
+            for row in rows:
+                yield row, self._decide(name, column.paths[row], column)
+            return
+        kind_of = self.state.kinds()
+        kinds: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+        paths = column.paths
+        for row in rows:
+            kinds.setdefault(kind_of[paths[row]], []).append(row)
+        for (type_name, schemas), same in kinds.items():
+            decision = self._decide(name, column.paths[same[0]], column)
+            cached = self._decisions.get((name, type_name, schemas))
+            if cached is None:  # it asked the destination: each prim on its own
+                yield same[0], decision
+                for row in same[1:]:
+                    yield row, self._decide(name, column.paths[row], column)
+                continue
+            for counter, n in cached[1].items():
+                self.report[counter] += n * (len(same) - 1)
+            for row in same:
+                yield row, decision
 
     def _attribute_batch(
         self,
@@ -260,18 +317,19 @@ class _Planner:
         else:
             sub.fixed = column.fixed_rows()[np.asarray(indices, dtype=np.intp)]
         values = _inverse.usd_values(usd_type, sub, self.state.resolver)
-        paths, kept = [], []
-        for (_, fallback), path, value in zip(rows, sub.paths, values, strict=True):
-            if fallback is not None and value == fallback:
-                self.report["attributes_skipped"] += 1
-                continue
-            paths.append(path)
-            kept.append(value)
+        paths, kept = sub.paths, values
+        if any(fallback is not None for _, fallback in rows):
+            paths, kept = [], []
+            for (_, fallback), path, value in zip(rows, sub.paths, values, strict=True):
+                if fallback is not None and value == fallback:
+                    self.report["attributes_skipped"] += 1
+                    continue
+                paths.append(path)
+                kept.append(value)
         if not paths:
             return
         self.report["attributes_exported"] += len(paths)
-        for path in paths:
-            self.plan.spec(path)
+        self.plan.specs(paths)
         self.plan.attributes.append(AttributeBatch(dest, usd_type, custom, uniform, paths, kept))
 
     # -- transforms ----------------------------------------------------------------------
@@ -282,7 +340,7 @@ class _Planner:
         column = self.state.columns.get(XFORM)
         if column is None or not column.paths:
             return
-        rows = [i for i, p in enumerate(column.paths) if p in self.candidate_set]
+        rows = self._candidate_rows(column)
         self.report["transforms_examined"] += len(rows)
         if not rows:
             return
@@ -290,12 +348,10 @@ class _Planner:
         sub.fixed = column.fixed_rows()[np.asarray(rows, dtype=np.intp)]
         matrices = _inverse.transform_values(sub)
         reset = self._reset_flags()
-        order = [
-            [RESET_OP, TRANSFORM_OP] if reset.get(path, False) else [TRANSFORM_OP]
-            for path in sub.paths
-        ]
-        for path in sub.paths:
-            self.plan.spec(path)
+        # Two shared values (not one list per prim for USD to convert on every spec)
+        plain, with_reset = Vt.TokenArray([TRANSFORM_OP]), Vt.TokenArray([RESET_OP, TRANSFORM_OP])
+        order = [with_reset if reset.get(path, False) else plain for path in sub.paths]
+        self.plan.specs(sub.paths)
         self.plan.attributes.append(
             AttributeBatch(TRANSFORM_OP, "matrix4d", False, False, sub.paths, matrices)
         )

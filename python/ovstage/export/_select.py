@@ -115,6 +115,16 @@ class Resolver:
         """Path -> id of every path resolved so far."""
         return {path: path_id for path_id, path in self._paths.items()}
 
+    def paths(self, ids: list[int]) -> list[str]:
+        """Strings of path ids, the new ones in one batch."""
+        known = self._paths
+        new = [i for i in dict.fromkeys(ids) if i not in known]
+        if new:
+            # the dictionary's batch form (ours, kept off its public API)
+            strings = self.dictionary._path_strings(new)
+            known.update(zip(new, strings, strict=True))
+        return [known[i] for i in ids]
+
     def path(self, path_id: int) -> str:
         text = self._paths.get(path_id)
         if text is None:
@@ -135,23 +145,52 @@ class StageState:
     reserved: dict[str, Column] = field(default_factory=dict)
     deleted_prims: list[str] = field(default_factory=list)
     changes_only: bool = False
+    #: Public names of the attributes whose state at the ordinal could not be read (skipped).
+    unavailable: set[str] = field(default_factory=set)
     _prim_info: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = field(
         default_factory=dict
     )
+    _names: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    _kinds: dict[str, tuple[str, tuple[str, ...]]] | None = None
 
     def reserved_column(self, name: str) -> Column | None:
         return self.reserved.get(name) or self.columns.get(name)
 
     def names_of(self, name: str, path: str) -> tuple[str, ...]:
         """A token-array (or token) reserved column of one prim as strings."""
+        return self._by_path(name).get(path, ())
+
+    def _by_path(self, name: str) -> dict[str, tuple[str, ...]]:
+        by_path = self._names.get(name)
+        if by_path is None:
+            by_path = self._names[name] = self._resolve_names(name)
+        return by_path
+
+    def kinds(self) -> dict[str, tuple[str, tuple[str, ...]]]:
+        """Prim -> ``(type name, applied schemas)`` of every prim of the state, made once."""
+        if self._kinds is None:
+            types, schemas = self._by_path(PRIM_TYPE), self._by_path(SCHEMAS)
+            self._kinds = {
+                p: ((types.get(p) or ("",))[0], schemas.get(p, ())) for p in self.prims
+            }
+        return self._kinds
+
+    def _resolve_names(self, name: str) -> dict[str, tuple[str, ...]]:
+        """Path -> strings of a reserved token(-array) column, for all its prims at once (a
+        token column in one vectorised lookup: every prim of a stage asks for its type)."""
         column = self.reserved_column(name)
-        if column is None:
-            return ()
-        row = column.index().get(path)
-        if row is None:
-            return ()
-        value = column.rows[row] if column.ctype.is_array else column.fixed_rows()[row]
-        return tuple(t for t in self.resolver.tokens(value) if t)
+        if column is None or not column.paths:
+            return {}
+        tokens = self.resolver.tokens
+        if column.ctype.is_array:
+            values = [tuple(t for t in tokens(r) if t) for r in column.rows]
+        else:
+            fixed = column.fixed_rows()
+            if fixed.ndim == 1 or fixed.shape[1] == 1:
+                values = [(t,) if t else () for t in tokens(fixed)]
+            else:
+                values = [tuple(t for t in tokens(r) if t) for r in fixed]
+        return dict(zip(column.paths, values, strict=True))
 
     def info(self, path: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
         """``(type name, applied schemas, ancestor types)`` of a prim."""
@@ -208,6 +247,10 @@ def _column_type(group: Any) -> ColumnType:
 
 _HOST = Placement(device_type=1)  # kDLCPU
 
+#: Read failures that mean "the source state at this ordinal is not there" (docs/export.md,
+#: "Unavailable source states"): an export skips and counts such an attribute.
+_UNAVAILABLE = frozenset({ErrorCode.OUT_OF_RANGE, ErrorCode.WRITE_FLOOR_VIOLATION})
+
 
 class _Reader:
     """Reads of one export. Each path list's ids are fetched once (one native call); only the
@@ -217,9 +260,14 @@ class _Reader:
         self.stage = stage
         self.resolver = resolver
         self._lists: dict[int, list[int]] = {}
+        #: (list handle, offset, count) -> the paths of a contiguous selection: the columns
+        #: of one read mostly select the same rows, resolved once.
+        self._spans: dict[tuple[int, int, int], list[str]] = {}
         #: The path ids of the first query read (the stage's own prims), once a group showed
         #: them.
         self.query_prims: set[int] | None = None
+        #: Public names of the attributes whose state at the ordinal could not be read.
+        self.unavailable: set[str] = set()
 
     def _paths(self, group: Any) -> list[str]:
         handle = group.prim_list
@@ -230,33 +278,49 @@ class _Reader:
                 self.query_prims = set(ids)
         raw = group.raw.prims
         local = _indices(raw.index_map, raw.count)
-        selected = (
-            ids[raw.offset : raw.offset + raw.count]
-            if local is None
-            else [ids[i] for i in local.tolist()]
-        )
-        path = self.resolver.path
-        return [path(i) for i in selected]
+        if local is not None:
+            return self.resolver.paths([ids[i] for i in local.tolist()])
+        key = (handle, raw.offset, raw.count)
+        span = self._spans.get(key)
+        if span is None:
+            span = self._spans[key] = self.resolver.paths(ids[raw.offset : raw.offset + raw.count])
+        return span
 
     def read(self, query: Any, names: list[str], ordinal_range: OrdinalRange) -> dict[str, Column]:
         columns: dict[str, Column] = {}
         if not names:
             return columns
+        try:
+            self._read_into(columns, query, names, ordinal_range)
+        except OvstageError as exc:
+            if exc.code not in _UNAVAILABLE:
+                raise OvstageError(
+                    exc.code,
+                    f"the source state at ordinal {ordinal_range.end_ordinal} could not be "
+                    f"read: {exc.message}",
+                ) from None
+            # One attribute's state at the ordinal is gone (a read fails as a whole): read
+            # each on its own, and skip and count the ones that fail so.
+            columns.clear()
+            for name in names:
+                try:
+                    self._read_into(columns, query, [name], ordinal_range)
+                except OvstageError as single:
+                    if single.code not in _UNAVAILABLE:
+                        raise
+                    self.unavailable.add(public_name(name))
+        return columns
+
+    def _read_into(
+        self, columns: dict[str, Column], query: Any, names: list[str], ordinal_range: OrdinalRange
+    ) -> None:
         # Groups on the host: a GPU column is copied there for the read (USD authoring needs
         # host memory); a host column is served as is.
         with self.stage.read_attributes(query, names, ordinal_range, placement=_HOST) as read:
-            try:
-                read.wait()
-            except OvstageError as exc:
-                raise OvstageError(
-                    exc.code,
-                    f"the source state at ordinal {ordinal_range.end_ordinal} is unavailable: "
-                    f"{exc.message}",
-                ) from None
+            read.wait()
             for group in read.groups():
                 with group:
                     self._add(columns, group)
-        return columns
 
     def _add(self, columns: dict[str, Column], group: Any) -> None:
         name = public_name(self.resolver.token(group.attribute))
@@ -310,7 +374,7 @@ def read_state(
         if options.selection != ExportSelection.CHANGED_PROPERTIES_SINCE_ORDINAL:
             columns = reader.read(query, names, OrdinalRange.latest(ordinal))
             prims = sorted({p for c in columns.values() for p in c.paths})
-            return StageState(ordinal, prims, columns, resolver)
+            return StageState(ordinal, prims, columns, resolver, unavailable=reader.unavailable)
         changed: dict[str, Column] = {}
         deleted: list[str] = []
         if options.since_ordinal < ordinal:
@@ -323,7 +387,9 @@ def read_state(
         # transform stack a changed transform is written with, of the changed prims only.
         reserved_names = [n for n in names if n in RESERVED or public_name(n) in _AT_ORDINAL]
         reserved = _read_on(stage, reader, prims, reserved_names, OrdinalRange.latest(ordinal))
-        return StageState(ordinal, prims, changed, resolver, reserved, deleted, True)
+        return StageState(
+            ordinal, prims, changed, resolver, reserved, deleted, True, reader.unavailable
+        )
     finally:
         stage.release_query(query).wait()
 
