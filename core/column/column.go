@@ -370,7 +370,6 @@ func (c *Column) sealRunLocked(run []*Delta, target Placement) error {
 		if err := c.moveToLocked(target); err != nil {
 			return err
 		}
-		c.moveVersionsLocked(target)
 	}
 	im := c.beginImageLocked(run)
 	for _, d := range run {

@@ -183,37 +183,32 @@ func (c *Column) trimVersionsLocked() {
 	}
 }
 
-// moveVersionsLocked moves a fixed column's images with it to placement to, so snapshots
-// behind the floor stay served after a change placed elsewhere. Array columns (whose images
-// share payload buffers with their rows), or a failed move, drop every image instead, which
-// raises the frontier (get_oldest_preserved_ordinal reports it).
-func (c *Column) moveVersionsLocked(to Placement) {
+// moveVersionsLocked moves the column's images with it through m (which moved its rows: an
+// array column's images share payloads with them), so snapshots behind the floor stay served
+// after a change placed elsewhere. A failed move drops every image instead, which raises the
+// frontier (get_oldest_preserved_ordinal reports it).
+func (c *Column) moveVersionsLocked(m *mover) {
 	for len(c.ver.cached) > 0 { // materialised states are rebuilt where the column is now
 		c.uncacheStateLocked(c.ver.cached[0])
 	}
-	if c.Schema.IsArray {
+	if m.moveAll(c.forEachVersionRefLocked) != nil {
 		c.dropAllVersionsLocked()
-		return
 	}
-	move := func(b *buffer.Buffer) bool {
-		if !b.Valid() {
-			return true
-		}
-		nb, err := c.placer.Move(*b, to)
-		if err != nil {
-			return false // *b is still ours: dropped with its image
-		}
-		*b = nb
-		return true
-	}
+}
+
+// forEachVersionRefLocked calls fn with every buffer reference the images hold.
+func (c *Column) forEachVersionRefLocked(fn func(b *buffer.Buffer)) {
 	for _, im := range c.ver.images {
-		ok := move(&im.buf)
+		fn(&im.buf)
 		for i := range im.parts {
-			ok = ok && move(&im.parts[i].buf)
-		}
-		if !ok {
-			c.dropAllVersionsLocked()
-			return
+			p := &im.parts[i]
+			fn(&p.buf)
+			for k := range p.arrays {
+				fn(&p.arrays[k].buf)
+			}
+			if p.store != nil {
+				p.store.forEachRef(fn)
+			}
 		}
 	}
 }
