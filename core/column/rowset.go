@@ -1,7 +1,5 @@
 package column
 
-import stdbits "math/bits"
-
 // rowSet is a set of a column's rows, one bit per row.
 type rowSet []uint64
 
@@ -20,24 +18,6 @@ func (s rowSet) add(r int32) bool {
 func (s rowSet) has(r int32) bool {
 	w := int(r) >> 6
 	return w < len(s) && s[w]&(1<<(uint(r)&63)) != 0
-}
-
-// runs lists the set's rows in order as copy runs in place (Dst == Src), rows of rowBytes
-// bytes, contiguous rows merged.
-func (s rowSet) runs(rowBytes int64) []Run {
-	var out []Run
-	for w, bits := range s {
-		for bits != 0 {
-			r := int64(w*64 + stdbits.TrailingZeros64(bits))
-			bits &= bits - 1
-			if n := len(out); n > 0 && out[n-1].Dst+out[n-1].Len == r*rowBytes {
-				out[n-1].Len += rowBytes
-				continue
-			}
-			out = append(out, Run{Dst: r * rowBytes, Src: r * rowBytes, Len: rowBytes})
-		}
-	}
-	return out
 }
 
 // first returns the first of rows in the set.

@@ -236,29 +236,7 @@ func (c *Column) reuseStateLocked(from int) (*versionState, error) {
 			continue
 		}
 		c.detachStateLocked(im)
-		// The rows that differ between the two states are the rows the folds between them
-		// wrote (a tombstone leaves the bytes): their state at the target is their sealed
-		// value with the images from the target on put back.
-		changed := newRowSet(st.rows)
-		for _, im := range c.ver.images[lo:hi] {
-			for i := range im.parts {
-				if im.parts[i].buf.Valid() {
-					for _, r := range im.parts[i].rows {
-						if int(r) < st.rows {
-							changed.add(r)
-						}
-					}
-				}
-			}
-		}
-		err := c.store.Copy(st.buf, c.sealed, changed.runs(int64(c.rowBytes)))
-		for i := len(c.ver.images) - 1; i >= from && err == nil; i-- {
-			err = c.putBackBytesLocked(st, c.ver.images[i], changed)
-		}
-		if err == nil {
-			err = c.store.Flush(st.buf)
-		}
-		if err != nil {
+		if err := c.rewriteStateLocked(st, lo, hi, from); err != nil {
 			st.buf.Release()
 			return nil, err
 		}
@@ -268,32 +246,55 @@ func (c *Column) reuseStateLocked(from int) (*versionState, error) {
 	return nil, nil
 }
 
+// rewriteStateLocked turns st, the state before image lo or hi, into the state before image
+// from (the other one). The rows that differ between the two are the rows the folds between
+// them wrote (a tombstone leaves the bytes): their state at from is their sealed value with
+// the images from from on put back.
+func (c *Column) rewriteStateLocked(st *versionState, lo, hi, from int) error {
+	if len(c.ver.changed) < (st.rows+63)/64 {
+		c.ver.changed = newRowSet(st.rows)
+	}
+	changed := c.ver.changed
+	defer clear(changed)
+	copies := newRowCopies(c.store, st.buf, c.sealed, c.rowBytes)
+	for _, im := range c.ver.images[lo:hi] {
+		for i := range im.parts {
+			if !im.parts[i].buf.Valid() {
+				continue
+			}
+			for _, r := range im.parts[i].rows {
+				if int(r) < st.rows && changed.add(r) {
+					copies.add(int64(r), int64(r))
+				}
+			}
+		}
+	}
+	err := copies.flush()
+	for i := len(c.ver.images) - 1; i >= from && err == nil; i-- {
+		err = c.putBackBytesLocked(st, c.ver.images[i], changed)
+	}
+	if err == nil {
+		err = c.store.Flush(st.buf)
+	}
+	return err
+}
+
 // putBackBytesLocked restores into st the bytes a partial fold replaced (of the rows in only,
-// when it is not nil).
+// when it is not nil), last row first.
 func (c *Column) putBackBytesLocked(st *versionState, im *priorImage, only rowSet) error {
-	rb := int64(c.rowBytes)
 	for i := len(im.parts) - 1; i >= 0; i-- {
 		p := &im.parts[i]
 		if !p.buf.Valid() {
 			continue
 		}
-		var runs []Run // last row first, merging rows contiguous on both sides
+		copies := newRowCopies(c.store, st.buf, p.buf, c.rowBytes)
 		for k := len(p.rows) - 1; k >= 0; k-- {
-			r := p.rows[k]
-			if int(r) >= st.rows || (only != nil && !only.has(r)) {
-				continue
+			if r := p.rows[k]; int(r) < st.rows && (only == nil || only.has(r)) {
+				copies.add(int64(r), int64(k))
 			}
-			dst, src := int64(r)*rb, int64(k)*rb
-			if n := len(runs); n > 0 && runs[n-1].Dst == dst+rb && runs[n-1].Src == src+rb {
-				runs[n-1].Dst, runs[n-1].Src, runs[n-1].Len = dst, src, runs[n-1].Len+rb
-				continue
-			}
-			runs = append(runs, Run{Dst: dst, Src: src, Len: rb})
 		}
-		if len(runs) > 0 {
-			if err := c.store.Copy(st.buf, p.buf, runs); err != nil {
-				return err
-			}
+		if err := copies.flush(); err != nil {
+			return err
 		}
 	}
 	return nil

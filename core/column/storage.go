@@ -105,3 +105,53 @@ func rowRuns(rows, src []int32, rowBytes int) []Run {
 	}
 	return runs
 }
+
+// rowCopies copies rows of rowBytes bytes from src into dst one by one, in order: directly
+// on the host (no run list for many scattered rows), else batched into runs for the storage,
+// merging neighbours contiguous on both sides (forwards or backwards).
+type rowCopies struct {
+	store    Storage
+	dst, src buffer.Buffer
+	d, s     []byte // host bytes (nil: elsewhere)
+	rb       int64
+	runs     []Run
+}
+
+func newRowCopies(store Storage, dst, src buffer.Buffer, rowBytes int) *rowCopies {
+	rc := &rowCopies{store: store, dst: dst, src: src, rb: int64(rowBytes)}
+	if _, host := store.(hostStorage); host {
+		rc.d, rc.s = dst.Bytes(), src.Bytes()
+	}
+	return rc
+}
+
+// add copies row from of src to row to of dst.
+func (rc *rowCopies) add(to, from int64) {
+	dst, src, rb := to*rc.rb, from*rc.rb, rc.rb
+	if rc.d != nil {
+		copy(rc.d[dst:dst+rb:dst+rb], rc.s[src:src+rb:src+rb])
+		return
+	}
+	if n := len(rc.runs); n > 0 {
+		last := &rc.runs[n-1]
+		switch {
+		case last.Dst+last.Len == dst && last.Src+last.Len == src:
+			last.Len += rb
+			return
+		case last.Dst == dst+rb && last.Src == src+rb:
+			last.Dst, last.Src, last.Len = dst, src, last.Len+rb
+			return
+		}
+	}
+	rc.runs = append(rc.runs, Run{Dst: dst, Src: src, Len: rb})
+}
+
+// flush issues the batched copies.
+func (rc *rowCopies) flush() error {
+	if len(rc.runs) == 0 {
+		return nil
+	}
+	err := rc.store.Copy(rc.dst, rc.src, rc.runs)
+	rc.runs = rc.runs[:0]
+	return err
+}

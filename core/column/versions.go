@@ -115,6 +115,8 @@ type versions struct {
 	bytes    int64
 	// cached lists the images whose state is materialised, least recently read first.
 	cached []*priorImage
+	// changed is scratch space for rewriting a cached state (empty between uses).
+	changed rowSet
 }
 
 // SetVersionWindow sets how many ordinals behind its floor the column serves snapshots at
