@@ -337,16 +337,16 @@ func (c *Column) saveAndApplyLocked(d *Delta, part *undoPart) error {
 	if err != nil {
 		return err
 	}
-	save := rowRuns(d.Rows, nil, rb) // Dst: the sealed row, Src: its position in the delta
-	for i := range save {
-		save[i].Dst, save[i].Src = save[i].Src, save[i].Dst
+	save := newRowCopies(c.store, buf, c.sealed, rb) // the sealed row r to position k
+	for k, r := range d.Rows {
+		save.add(int64(k), int64(r))
 	}
-	if err := c.store.Copy(buf, c.sealed, save); err != nil {
+	if err := save.flush(); err != nil {
 		buf.Release()
 		return err
 	}
 	part.buf = buf
-	return c.store.Copy(c.sealed, d.Payload, rowRuns(d.Rows, d.Src, rb))
+	return c.copyDeltaRowsLocked(d)
 }
 
 // swapRows exchanges row rows[k] of sealed with row k of payload, in order (a row named twice
