@@ -99,28 +99,3 @@ func benchProducer(b *testing.B, window uint64) {
 func BenchmarkProducerWindow16(b *testing.B) { benchProducer(b, 16) }
 
 func BenchmarkProducerWindow0(b *testing.B) { benchProducer(b, 0) }
-
-// benchReadBehind is one read of the whole column lag ordinals behind the floor, which
-// advances by one before each read (every read is at a new N), the snapshot released.
-func benchReadBehind(b *testing.B, lag uint64) {
-	p := newProducer(b, 16)
-	var sel *Selection
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		b.StopTimer()
-		p.step(b)
-		b.StartTimer()
-		var snap Snapshot
-		var err error
-		sel, _, snap, err = p.c.ReadSnapshot(p.all, sel, Bounds{End: p.ordinal - lag}, describe)
-		if err != nil {
-			b.Fatal(err)
-		}
-		snap.Release()
-	}
-}
-
-func BenchmarkReadAtFloor(b *testing.B) { benchReadBehind(b, 0) }
-
-func BenchmarkRead8BehindFloor(b *testing.B) { benchReadBehind(b, 8) }
