@@ -260,8 +260,8 @@ func TestArrayColumnWholeWritesKeepNoRowTable(t *testing.T) {
 		prims[:1], 1, 1, "the first ordinal, behind the floor")
 }
 
-// copyPlacer "moves" a buffer by copying it into a new host buffer; it fails from the
-// failAt-th move on (0: never) and counts the moves.
+// copyPlacer "moves" a buffer by copying it into a new host buffer; it fails the failAt-th
+// move (0: none) and counts the moves.
 type copyPlacer struct {
 	moves, failAt int
 }
@@ -270,7 +270,7 @@ func (p *copyPlacer) Open(Placement) (Storage, error) { return HostStorage(), ni
 
 func (p *copyPlacer) Move(b buffer.Buffer, _ Placement) (buffer.Buffer, error) {
 	p.moves++
-	if p.failAt > 0 && p.moves >= p.failAt {
+	if p.moves == p.failAt {
 		return b, fmt.Errorf("move %d refused", p.moves)
 	}
 	nb, err := buffer.New(b.Size())
@@ -315,6 +315,54 @@ func TestArrayColumnMovesEachPayloadOnce(t *testing.T) {
 			}
 		}
 		checkArraysAt(t, c, want, prims, Current, 3, "after the move")
+		c.Close()
+	}
+	assert.Equal(t, live0, buffer.LiveCount(), "every buffer reference is released")
+}
+
+// An array column takes its versions along when a placed change moves it: snapshots behind
+// the floor are still served, each payload (shared by rows and images) moves once, and the
+// frontier stays. A version that fails to move drops the versions (the frontier rises) and
+// leaves the column's rows served.
+func TestArrayColumnMovesItsVersions(t *testing.T) {
+	live0 := buffer.LiveCount()
+	prims := []uint64{1, 2, 3, 4}
+	m := arrayModel{1: {{ordinal: 1, value: []uint32{1}}}, 2: {{ordinal: 1, value: []uint32{2, 2}}},
+		3: {{ordinal: 1, value: []uint32{3}}}, 4: {{ordinal: 1, value: []uint32{4, 4}}}}
+	for _, failAt := range []int{0, 3} {
+		placer := &copyPlacer{}
+		c, err := NewPlaced(1, u32Array, HostStorage(), placer)
+		require.NoError(t, err)
+		c.SetVersionWindow(8)
+		c.Stage(prims, arrayDelta(t, 1, 1, [][]uint32{{1}, {2, 2}, {3}, {4, 4}}, false))
+		require.NoError(t, c.Seal(1))
+		c.Stage(prims[1:3], arrayDelta(t, 2, 2, [][]uint32{{20}, {30}}, true)) // a span inside
+		require.NoError(t, c.Seal(2))
+		c.Stage([]uint64{4, 1}, arrayDelta(t, 3, 3, [][]uint32{{40}, {10}}, false)) // per row
+		require.NoError(t, c.Seal(3))
+		placer.moves, placer.failAt = 0, failAt
+		moved := arrayDelta(t, 4, 4, [][]uint32{{300}}, false)
+		moved.Place = CUDA(0)
+		c.Stage(prims[2:3], moved)
+		require.NoError(t, c.Seal(4))
+		want := arrayModel{}
+		for p, chs := range m {
+			want[p] = slices.Clone(chs)
+		}
+		want[2] = append(want[2], arrayChange{ordinal: 2, value: []uint32{20}})
+		want[3] = append(want[3], arrayChange{ordinal: 2, value: []uint32{30}}, arrayChange{ordinal: 4, value: []uint32{300}})
+		want[4] = append(want[4], arrayChange{ordinal: 3, value: []uint32{40}})
+		want[1] = append(want[1], arrayChange{ordinal: 3, value: []uint32{10}})
+		checkArraysAt(t, c, want, prims, Current, 4, "current, after the move")
+		if failAt == 0 {
+			assert.Equal(t, 4, placer.moves, "three payloads of the rows and images, each once, and the delta's own")
+			assert.Zero(t, c.VersionFrontier(), "no version was dropped")
+			for n := uint64(1); n <= 3; n++ {
+				checkArraysAt(t, c, want, prims, n, n, fmt.Sprintf("latest(%d) after the move", n))
+			}
+		} else {
+			assert.Equal(t, uint64(3), c.VersionFrontier(), "a version that failed to move drops them all")
+		}
 		c.Close()
 	}
 	assert.Equal(t, live0, buffer.LiveCount(), "every buffer reference is released")

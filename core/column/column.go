@@ -370,7 +370,6 @@ func (c *Column) sealRunLocked(run []*Delta, target Placement) error {
 		if err := c.moveToLocked(target); err != nil {
 			return err
 		}
-		c.moveVersionsLocked(target)
 	}
 	im := c.beginImageLocked(run)
 	for _, d := range run {
@@ -444,7 +443,7 @@ func (c *Column) applyFixed(fold []*Delta, im *priorImage) error {
 			if im != nil && !im.whole {
 				err = c.saveAndApplyLocked(d, &im.parts[start+i])
 			} else {
-				err = c.store.Copy(c.sealed, d.Payload, rowRuns(d.Rows, d.Src, c.rowBytes))
+				err = c.copyDeltaRowsLocked(d)
 			}
 			if err != nil {
 				_ = c.store.Flush(c.sealed)

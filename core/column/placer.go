@@ -68,14 +68,17 @@ func (c *Column) placedRun(fold []*Delta) (int, Placement) {
 }
 
 // moveToLocked moves the column's sealed state to placement to and switches its storage
-// there. On failure the column is unchanged.
+// there, taking its versions along (moveVersionsLocked). On failure the column is unchanged.
 func (c *Column) moveToLocked(to Placement) error {
 	store, err := c.placer.Open(to)
 	if err != nil {
 		return err
 	}
+	m := newMover(c.placer, to)
+	defer m.done()
 	if c.Schema.IsArray {
-		err = c.moveArraysLocked(to)
+		// Rows share their payload's buffer, which moves once (images share it too).
+		err = m.moveAll(c.arrays.forEachRef)
 	} else {
 		var nb buffer.Buffer
 		if nb, err = c.placer.Move(c.sealed.Retain(), to); err == nil {
@@ -91,40 +94,54 @@ func (c *Column) moveToLocked(to Placement) error {
 	}
 	c.store.Close()
 	c.store = store
+	c.moveVersionsLocked(m)
 	return nil
 }
 
-// moveArraysLocked moves every ragged row's buffer (rows share their payload's buffer, which
-// moves once), switching the rows only when every move succeeded.
-func (c *Column) moveArraysLocked(to Placement) error {
-	moved := map[any]buffer.Buffer{}
-	release := func() {
-		for _, b := range moved {
-			b.Release()
-		}
-	}
+// mover moves buffers to one placement, each distinct buffer once however many references
+// name it, keeping a reference to what it moved until done.
+type mover struct {
+	placer Placer
+	to     Placement
+	moved  map[any]buffer.Buffer
+}
+
+func newMover(p Placer, to Placement) *mover {
+	return &mover{placer: p, to: to, moved: map[any]buffer.Buffer{}}
+}
+
+// moveAll moves every buffer walk names, then switches each reference to its moved buffer;
+// when a move fails, it switches none and returns the error.
+func (m *mover) moveAll(walk func(fn func(b *buffer.Buffer))) error {
 	var err error
-	c.arrays.forEachRef(func(b *buffer.Buffer) {
-		if _, ok := moved[b.Raw()]; ok || err != nil {
+	walk(func(b *buffer.Buffer) {
+		if _, ok := m.moved[b.Raw()]; ok || err != nil || !b.Valid() {
 			return
 		}
-		nb, moveErr := c.placer.Move(b.Retain(), to)
+		nb, moveErr := m.placer.Move(b.Retain(), m.to)
 		if moveErr != nil {
 			b.Release()
 			err = moveErr
 			return
 		}
-		moved[b.Raw()] = nb
+		m.moved[b.Raw()] = nb
 	})
 	if err != nil {
-		release()
 		return err
 	}
-	c.arrays.forEachRef(func(b *buffer.Buffer) {
-		old := *b
-		*b = moved[old.Raw()].Retain()
-		old.Release()
+	walk(func(b *buffer.Buffer) {
+		if b.Valid() {
+			old := *b
+			*b = m.moved[old.Raw()].Retain()
+			old.Release()
+		}
 	})
-	release()
 	return nil
+}
+
+// done releases the mover's references.
+func (m *mover) done() {
+	for _, b := range m.moved {
+		b.Release()
+	}
 }

@@ -155,7 +155,8 @@ func (c *Column) sameKeysSnapshotLocked(sel *Selection, end uint64, from int) (*
 	snap := Snapshot{Layout: c.layout, Views: []View{{Buffer: st.buf.Retain(), Rows: int64(st.rows)}},
 		Dense: sel.IdentityRows && sel.Count == st.rows}
 	if st.ordSel != sel || st.ordEnd != end {
-		st.ordSel, st.ordEnd, st.ordinal = sel, end, c.newestSealedAtLocked(sel.Rows, end)
+		// Keys kept their states since end, so a selection of every row then is one now.
+		st.ordSel, st.ordEnd, st.ordinal = sel, end, c.newestSealedAtOfLocked(sel.Rows, end, sel.allVisible)
 	}
 	snap.Ordinal = st.ordinal
 	return sel, snap, nil
@@ -168,6 +169,12 @@ func (c *Column) stateBeforeLocked(from int) (*versionState, error) {
 	if st := imgs[0].state; st != nil {
 		c.touchStateLocked(imgs[0])
 		return st, nil
+	}
+	if st, err := c.reuseStateLocked(from); st != nil || err != nil {
+		if err == nil {
+			c.cacheStateLocked(imgs[0], st)
+		}
+		return st, err
 	}
 	// Put the images back newest first. A whole image replaces everything, so the state
 	// starts from the oldest whole image (its buffer itself, when nothing older follows).
@@ -198,7 +205,7 @@ func (c *Column) stateBeforeLocked(from int) (*versionState, error) {
 		st.bytes = int64(st.buf.Size())
 	}
 	for i := start; i >= 0; i-- {
-		if err := c.putBackBytesLocked(st, imgs[i]); err != nil {
+		if err := c.putBackBytesLocked(st, imgs[i], nil); err != nil {
 			st.buf.Release()
 			return nil, err
 		}
@@ -213,31 +220,81 @@ func (c *Column) stateBeforeLocked(from int) (*versionState, error) {
 	return st, nil
 }
 
-// putBackBytesLocked restores into st the bytes a partial fold replaced.
-func (c *Column) putBackBytesLocked(st *versionState, im *priorImage) error {
-	rb := int64(c.rowBytes)
+// reuseStateLocked turns a materialised state that no reader holds any more into the state
+// before image from, rewriting only the rows the folds between the two states changed: a
+// reader lagging a fixed distance behind an advancing floor then reads each new N for the cost
+// of about one ordinal's changed rows, not a copy of the column. Nil (and no error) when no
+// cached state can be reused; on error the reused state is gone.
+func (c *Column) reuseStateLocked(from int) (*versionState, error) {
+	for _, im := range c.ver.cached {
+		st, at := im.state, slices.Index(c.ver.images, im)
+		if at < 0 || st.bytes == 0 || st.rows != c.sealedRows || st.buf.Refs() != 1 {
+			continue // an image's own buffer, rows added since, or a reader still holds it
+		}
+		lo, hi := min(at, from), max(at, from)
+		if slices.ContainsFunc(c.ver.images[lo:], func(im *priorImage) bool { return im.whole }) {
+			continue
+		}
+		c.detachStateLocked(im)
+		if err := c.rewriteStateLocked(st, lo, hi, from); err != nil {
+			st.buf.Release()
+			return nil, err
+		}
+		st.ordSel = nil
+		return st, nil
+	}
+	return nil, nil
+}
+
+// rewriteStateLocked turns st, the state before image lo or hi, into the state before image
+// from (the other one). The rows that differ between the two are the rows the folds between
+// them wrote (a tombstone leaves the bytes): their state at from is their sealed value with
+// the images from from on put back.
+func (c *Column) rewriteStateLocked(st *versionState, lo, hi, from int) error {
+	if len(c.ver.changed) < (st.rows+63)/64 {
+		c.ver.changed = newRowSet(st.rows)
+	}
+	changed := c.ver.changed
+	defer clear(changed)
+	copies := newRowCopies(c.store, st.buf, c.sealed, c.rowBytes)
+	for _, im := range c.ver.images[lo:hi] {
+		for i := range im.parts {
+			if !im.parts[i].buf.Valid() {
+				continue
+			}
+			for _, r := range im.parts[i].rows {
+				if int(r) < st.rows && changed.add(r) {
+					copies.add(int64(r), int64(r))
+				}
+			}
+		}
+	}
+	err := copies.flush()
+	for i := len(c.ver.images) - 1; i >= from && err == nil; i-- {
+		err = c.putBackBytesLocked(st, c.ver.images[i], changed)
+	}
+	if err == nil {
+		err = c.store.Flush(st.buf)
+	}
+	return err
+}
+
+// putBackBytesLocked restores into st the bytes a partial fold replaced (of the rows in only,
+// when it is not nil), last row first.
+func (c *Column) putBackBytesLocked(st *versionState, im *priorImage, only rowSet) error {
 	for i := len(im.parts) - 1; i >= 0; i-- {
 		p := &im.parts[i]
 		if !p.buf.Valid() {
 			continue
 		}
-		var runs []Run // last row first, merging rows contiguous on both sides
+		copies := newRowCopies(c.store, st.buf, p.buf, c.rowBytes)
 		for k := len(p.rows) - 1; k >= 0; k-- {
-			r := p.rows[k]
-			if int(r) >= st.rows {
-				continue
+			if r := p.rows[k]; int(r) < st.rows && (only == nil || only.has(r)) {
+				copies.add(int64(r), int64(k))
 			}
-			dst, src := int64(r)*rb, int64(k)*rb
-			if n := len(runs); n > 0 && runs[n-1].Dst == dst+rb && runs[n-1].Src == src+rb {
-				runs[n-1].Dst, runs[n-1].Src, runs[n-1].Len = dst, src, runs[n-1].Len+rb
-				continue
-			}
-			runs = append(runs, Run{Dst: dst, Src: src, Len: rb})
 		}
-		if len(runs) > 0 {
-			if err := c.store.Copy(st.buf, p.buf, runs); err != nil {
-				return err
-			}
+		if err := copies.flush(); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -318,17 +375,23 @@ func (c *Column) touchStateLocked(im *priorImage) {
 
 // uncacheStateLocked releases im's state (readers keep their references).
 func (c *Column) uncacheStateLocked(im *priorImage) {
-	if im.state == nil {
-		return
+	if st := c.detachStateLocked(im); st != nil && st.buf.Valid() {
+		st.buf.Release()
+	}
+}
+
+// detachStateLocked takes im's state out of the cache and returns it (nil: none).
+func (c *Column) detachStateLocked(im *priorImage) *versionState {
+	st := im.state
+	if st == nil {
+		return nil
 	}
 	if i := slices.Index(c.ver.cached, im); i >= 0 {
 		c.ver.cached = slices.Delete(c.ver.cached, i, i+1)
 	}
-	c.ver.bytes -= im.state.bytes
-	if im.state.buf.Valid() {
-		im.state.buf.Release()
-	}
+	c.ver.bytes -= st.bytes
 	im.state = nil
+	return st
 }
 
 // DropVersionStates releases the materialised states (the stage's memory budget: they are
@@ -359,11 +422,20 @@ func (c *Column) copyRowsLocked(src buffer.Buffer, rows, capRows int) (buffer.Bu
 // newestSealedAtLocked is the newest change at or before end among rows (a group's ordinal
 // at end).
 func (c *Column) newestSealedAtLocked(rows []int32, end uint64) uint64 {
+	return c.newestSealedAtOfLocked(rows, end, false)
+}
+
+// newestSealedAtOfLocked is newestSealedAtLocked, told whether rows are every row of the
+// column (then the newest record at or before end holds one of them: no row set to build).
+func (c *Column) newestSealedAtOfLocked(rows []int32, end uint64, every bool) uint64 {
+	i := sort.Search(len(c.records), func(i int) bool { return c.records[i].ordinal > min(end, c.foldedTo) })
+	if every && i > 0 {
+		return c.records[i-1].ordinal
+	}
 	set := newRowSet(c.rows.len())
 	for _, r := range rows {
 		set.add(r)
 	}
-	i := sort.Search(len(c.records), func(i int) bool { return c.records[i].ordinal > min(end, c.foldedTo) })
 	for i--; i >= 0; i-- {
 		if _, ok := set.first(c.records[i].rows); ok {
 			return c.records[i].ordinal

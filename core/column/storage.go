@@ -82,26 +82,72 @@ func (hostStorage) Flush(buffer.Buffer) error { return nil }
 
 func (hostStorage) Close() {}
 
-// rowRuns turns a delta's row copies (row rows[i] takes payload row src[i], or row i when src
-// is nil) into byte runs, merging neighbours that are contiguous on both sides. Order is kept,
-// so a row written twice still ends with the later value.
-func rowRuns(rows, src []int32, rowBytes int) []Run {
-	rb := int64(rowBytes)
-	runs := make([]Run, 0, 1)
-	for i, r := range rows {
-		s := int64(i)
-		if src != nil {
-			s = int64(src[i])
-		}
-		dst, from := int64(r)*rb, s*rb
-		if n := len(runs); n > 0 {
-			last := &runs[n-1]
-			if last.Dst+last.Len == dst && last.Src+last.Len == from {
-				last.Len += rb
-				continue
-			}
-		}
-		runs = append(runs, Run{Dst: dst, Src: from, Len: rb})
+// rowCopies copies rows of rowBytes bytes from src into dst, in order, merging neighbours
+// contiguous on both sides (forwards or backwards) into one run: on the host each run is copied
+// as it ends (no run list for many scattered rows), elsewhere the runs go to the storage at
+// flush. A row written twice keeps both copies, in order.
+type rowCopies struct {
+	store    Storage
+	dst, src buffer.Buffer
+	d, s     []byte // host bytes (nil: elsewhere)
+	rb       int64
+	cur      Run // the run being extended (Len 0: none)
+	runs     []Run
+}
+
+func newRowCopies(store Storage, dst, src buffer.Buffer, rowBytes int) *rowCopies {
+	rc := &rowCopies{store: store, dst: dst, src: src, rb: int64(rowBytes)}
+	if _, host := store.(hostStorage); host {
+		rc.d, rc.s = dst.Bytes(), src.Bytes()
 	}
-	return runs
+	return rc
+}
+
+// add copies row from of src to row to of dst.
+func (rc *rowCopies) add(to, from int64) {
+	dst, src, rb, cur := to*rc.rb, from*rc.rb, rc.rb, &rc.cur
+	switch {
+	case cur.Len > 0 && cur.Dst+cur.Len == dst && cur.Src+cur.Len == src:
+		cur.Len += rb
+	case cur.Len > 0 && cur.Dst == dst+rb && cur.Src == src+rb:
+		cur.Dst, cur.Src, cur.Len = dst, src, cur.Len+rb
+	default:
+		rc.issue()
+		*cur = Run{Dst: dst, Src: src, Len: rb}
+	}
+}
+
+// issue ends the current run.
+func (rc *rowCopies) issue() {
+	r := rc.cur
+	if r.Len == 0 {
+		return
+	}
+	if rc.d != nil {
+		copy(rc.d[r.Dst:r.Dst+r.Len:r.Dst+r.Len], rc.s[r.Src:r.Src+r.Len:r.Src+r.Len])
+	} else {
+		rc.runs = append(rc.runs, r)
+	}
+	rc.cur = Run{}
+}
+
+// flush completes the copies added so far (elsewhere: hands the runs to the storage).
+func (rc *rowCopies) flush() error {
+	rc.issue()
+	if len(rc.runs) == 0 {
+		return nil
+	}
+	err := rc.store.Copy(rc.dst, rc.src, rc.runs)
+	rc.runs = rc.runs[:0]
+	return err
+}
+
+// copyDeltaRowsLocked copies write d's rows into the sealed buffer (row Rows[i] takes source
+// row i, or Src[i]).
+func (c *Column) copyDeltaRowsLocked(d *Delta) error {
+	copies := newRowCopies(c.store, c.sealed, d.Payload, c.rowBytes)
+	for i, r := range d.Rows {
+		copies.add(int64(r), int64(d.src(i)))
+	}
+	return copies.flush()
 }

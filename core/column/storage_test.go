@@ -10,7 +10,22 @@ import (
 	"github.com/ovstage-go/ovstage/core/tensor"
 )
 
-func TestRowRunsMergesContiguousRows(t *testing.T) {
+// rowRuns is the runs rowCopies hands a device storage for rows[i] taking source row i (or
+// src[i]).
+func rowRuns(rows, src []int32, rowBytes int) []Run {
+	rc := newRowCopies(placedHost{CUDA(0)}, buffer.Buffer{}, buffer.Buffer{}, rowBytes)
+	for i, r := range rows {
+		s := int32(i)
+		if src != nil {
+			s = src[i]
+		}
+		rc.add(int64(r), int64(s))
+	}
+	rc.issue()
+	return rc.runs
+}
+
+func TestRowCopiesMergeContiguousRows(t *testing.T) {
 	// identity rows: one run
 	assert.Equal(t, []Run{{Dst: 0, Src: 0, Len: 12}}, rowRuns([]int32{0, 1, 2}, nil, 4))
 	// shifted destination, contiguous on both sides
@@ -20,6 +35,8 @@ func TestRowRunsMergesContiguousRows(t *testing.T) {
 	// gather (index map): source rows 3,4 contiguous, then 0
 	assert.Equal(t, []Run{{Dst: 0, Src: 24, Len: 16}, {Dst: 16, Src: 0, Len: 8}},
 		rowRuns([]int32{0, 1, 2}, []int32{3, 4, 0}, 8))
+	// rows last first (putting back an image) merge backwards
+	assert.Equal(t, []Run{{Dst: 4, Src: 8, Len: 8}}, rowRuns([]int32{2, 1}, []int32{3, 2}, 4))
 	// broadcast of one source row never merges
 	assert.Equal(t, []Run{{Dst: 0, Src: 0, Len: 4}, {Dst: 4, Src: 0, Len: 4}}, rowRuns([]int32{0, 1}, []int32{0, 0}, 4))
 	// a row written twice keeps both copies, in order

@@ -115,6 +115,8 @@ type versions struct {
 	bytes    int64
 	// cached lists the images whose state is materialised, least recently read first.
 	cached []*priorImage
+	// changed is scratch space for rewriting a cached state (empty between uses).
+	changed rowSet
 }
 
 // SetVersionWindow sets how many ordinals behind its floor the column serves snapshots at
@@ -183,37 +185,32 @@ func (c *Column) trimVersionsLocked() {
 	}
 }
 
-// moveVersionsLocked moves a fixed column's images with it to placement to, so snapshots
-// behind the floor stay served after a change placed elsewhere. Array columns (whose images
-// share payload buffers with their rows), or a failed move, drop every image instead, which
-// raises the frontier (get_oldest_preserved_ordinal reports it).
-func (c *Column) moveVersionsLocked(to Placement) {
+// moveVersionsLocked moves the column's images with it through m (which moved its rows: an
+// array column's images share payloads with them), so snapshots behind the floor stay served
+// after a change placed elsewhere. A failed move drops every image instead, which raises the
+// frontier (get_oldest_preserved_ordinal reports it).
+func (c *Column) moveVersionsLocked(m *mover) {
 	for len(c.ver.cached) > 0 { // materialised states are rebuilt where the column is now
 		c.uncacheStateLocked(c.ver.cached[0])
 	}
-	if c.Schema.IsArray {
+	if m.moveAll(c.forEachVersionRefLocked) != nil {
 		c.dropAllVersionsLocked()
-		return
 	}
-	move := func(b *buffer.Buffer) bool {
-		if !b.Valid() {
-			return true
-		}
-		nb, err := c.placer.Move(*b, to)
-		if err != nil {
-			return false // *b is still ours: dropped with its image
-		}
-		*b = nb
-		return true
-	}
+}
+
+// forEachVersionRefLocked calls fn with every buffer reference the images hold.
+func (c *Column) forEachVersionRefLocked(fn func(b *buffer.Buffer)) {
 	for _, im := range c.ver.images {
-		ok := move(&im.buf)
+		fn(&im.buf)
 		for i := range im.parts {
-			ok = ok && move(&im.parts[i].buf)
-		}
-		if !ok {
-			c.dropAllVersionsLocked()
-			return
+			p := &im.parts[i]
+			fn(&p.buf)
+			for k := range p.arrays {
+				fn(&p.arrays[k].buf)
+			}
+			if p.store != nil {
+				p.store.forEachRef(fn)
+			}
 		}
 	}
 }
@@ -340,16 +337,16 @@ func (c *Column) saveAndApplyLocked(d *Delta, part *undoPart) error {
 	if err != nil {
 		return err
 	}
-	save := rowRuns(d.Rows, nil, rb) // Dst: the sealed row, Src: its position in the delta
-	for i := range save {
-		save[i].Dst, save[i].Src = save[i].Src, save[i].Dst
+	save := newRowCopies(c.store, buf, c.sealed, rb) // the sealed row r to position k
+	for k, r := range d.Rows {
+		save.add(int64(k), int64(r))
 	}
-	if err := c.store.Copy(buf, c.sealed, save); err != nil {
+	if err := save.flush(); err != nil {
 		buf.Release()
 		return err
 	}
 	part.buf = buf
-	return c.store.Copy(c.sealed, d.Payload, rowRuns(d.Rows, d.Src, rb))
+	return c.copyDeltaRowsLocked(d)
 }
 
 // swapRows exchanges row rows[k] of sealed with row k of payload, in order (a row named twice

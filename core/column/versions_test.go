@@ -1,6 +1,8 @@
 package column
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -135,4 +137,94 @@ func rangeValues(sel RangeSelection) []float32 {
 
 func bufferValues(b buffer.Buffer, n int) []float32 {
 	return append([]float32(nil), unsafe.Slice((*float32)(b.Data()), n)...)
+}
+
+// A state no reader holds is rewritten in place into the state at another N (only the rows
+// the folds between the two changed), and one a reader holds is never touched: random
+// partial writes and deletes, reads at random N inside the window (some kept, some released)
+// against a model of every ordinal's values.
+func TestVersionsReuseStatesNoReaderHolds(t *testing.T) {
+	const nprims, keep = 64, 6
+	rng := rand.New(rand.NewPCG(3, 14))
+	c := windowed(t, keep)
+	prims := make([]uint64, nprims)
+	vals := make([]float32, nprims)
+	for i := range prims {
+		prims[i], vals[i] = uint64(i+1), float32(i)
+	}
+	write(c, 1, 1, prims, nil, payload(t, vals...))
+	require.NoError(t, c.Seal(1))
+	type state struct {
+		vals []float32
+		live []bool
+	}
+	live := make([]bool, nprims)
+	for i := range live {
+		live[i] = true
+	}
+	model := map[uint64]state{1: {slices.Clone(vals), slices.Clone(live)}}
+	type held struct {
+		snap Snapshot
+		sel  *Selection
+		want []float32
+	}
+	var holding []held
+	reused := 0
+	for o := uint64(2); o <= 60; o++ {
+		n := 1 + rng.IntN(8)
+		rows := make([]uint64, n)
+		w := make([]float32, n)
+		for k := range rows {
+			i := rng.IntN(nprims)
+			if rng.IntN(3) == 0 && k > 0 { // a row named twice
+				i = int(rows[k-1] - 1)
+			}
+			rows[k], w[k] = prims[i], float32(o*100+uint64(k))
+			vals[i], live[i] = w[k], true
+		}
+		write(c, o, o, rows, nil, payload(t, w...))
+		if rng.IntN(5) == 0 {
+			i := rng.IntN(nprims)
+			c.Stage(prims[i:i+1], &Delta{Ordinal: o, Seq: o + 1000, Tombstone: true})
+			live[i] = false
+		}
+		require.NoError(t, c.Seal(o))
+		model[o] = state{slices.Clone(vals), slices.Clone(live)}
+		for range 3 {
+			end := uint64(max(1, int(o)-rng.IntN(keep+1)))
+			before := map[any]bool{}
+			c.mu.Lock()
+			for _, im := range c.ver.cached {
+				before[im.state.buf.Raw()] = true
+			}
+			c.mu.Unlock()
+			sel, snap, err := snapshot(c, prims, end)
+			require.NoError(t, err)
+			var want []float32
+			for i, v := range model[end].vals {
+				if model[end].live[i] {
+					want = append(want, v)
+				}
+			}
+			if sel.Count == 0 {
+				assert.Empty(t, want, "latest(%d) at %d", end, o)
+				snap.Release()
+				continue
+			}
+			require.Equal(t, want, values(snap, sel), "latest(%d) after sealing %d", end, o)
+			if end < o && before[snap.Views[0].Buffer.Raw()] {
+				reused++
+			}
+			if rng.IntN(4) == 0 {
+				holding = append(holding, held{snap, sel, want})
+			} else {
+				snap.Release()
+			}
+		}
+	}
+	for _, h := range holding {
+		assert.Equal(t, h.want, values(h.snap, h.sel), "a state a reader holds is never rewritten")
+		h.snap.Release()
+	}
+	assert.Positive(t, reused, "some reads were served by a reused state")
 }
