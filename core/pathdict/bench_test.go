@@ -2,6 +2,7 @@ package pathdict
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 )
 
@@ -39,4 +40,29 @@ func benchCreateList(b *testing.B, shape string, n int) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/path")
 	})
+}
+
+// BenchmarkPathMemory reports the Go heap a dictionary holds per interned path for a scene's
+// shape (100k meshes under 100 groups, each with its own last token: docs/architecture.md
+// "Memory").
+func BenchmarkPathMemory(b *testing.B) {
+	const n = 100_000
+	strs := make([]string, n)
+	for i := range strs {
+		strs[i] = fmt.Sprintf("/World/G%d/M%d", i/1000, i)
+	}
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		d := New()
+		if _, _, err := d.InternPaths(strs); err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/n, "B/path")
+		runtime.KeepAlive(d)
+	}
+	runtime.KeepAlive(strs)
 }

@@ -1,6 +1,7 @@
 package pathdict
 
 import (
+	"fmt"
 	"hash/maphash"
 	"testing"
 
@@ -40,22 +41,40 @@ func TestInternPathsIsAllOrNothing(t *testing.T) {
 	assert.False(t, found)
 }
 
-// Two strings with one hash: the later one is kept in spill, and each finds its own token.
-func TestTokenIndexKeepsStringsThatShareAHash(t *testing.T) {
+// The token index probes past slots other strings hold: strings whose hashes share a slot, and
+// every string again once the index has grown, find their own token.
+func TestTokenIndexFindsEveryTokenAcrossCollisionsAndGrowth(t *testing.T) {
 	d := New()
-	a, err := d.InternToken("a")
+	// Two strings whose hashes land in one slot of the new index.
+	mask := uint64(len(d.tokenIDs.slots) - 1)
+	home := maphash.String(d.tokenIDs.seed, "s0") & mask
+	other := ""
+	for i := 1; other == ""; i++ {
+		if s := fmt.Sprintf("s%d", i); maphash.String(d.tokenIDs.seed, s)&mask == home {
+			other = s
+		}
+	}
+	first, err := d.InternToken("s0")
 	require.NoError(t, err)
-	// Make "b" collide with "a": its hash slot already names a's token.
-	d.tokenIDs.byHash[maphash.String(d.tokenIDs.seed, "b")] = a
-	b, err := d.InternToken("b")
+	second, err := d.InternToken(other)
 	require.NoError(t, err)
-	assert.NotEqual(t, a, b)
-	assert.Equal(t, map[string]Token{"b": b}, d.tokenIDs.spill)
-	for s, want := range map[string]Token{"a": a, "b": b} {
+	assert.NotEqual(t, first, second)
+	want := map[string]Token{"s0": first, other: second}
+	for i := range 5000 { // grows the index several times
+		s := fmt.Sprintf("t%d", i)
+		tok, err := d.InternToken(s)
+		require.NoError(t, err)
+		want[s] = tok
+	}
+	for s, tok := range want {
 		got, err := d.InternToken(s)
 		require.NoError(t, err)
-		assert.Equal(t, want, got, s)
+		assert.Equal(t, tok, got, s)
+		text, err := d.TokenString(tok)
+		require.NoError(t, err)
+		assert.Equal(t, s, text)
 	}
-	_, found := d.lookupToken("c")
+	assert.Equal(t, len(want), d.tokenIDs.used)
+	_, found := d.lookupToken("absent")
 	assert.False(t, found)
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 )
 
 // Token, Path and ListID are the three handle kinds; 0 is invalid for each.
@@ -27,19 +28,50 @@ func (e *Error) Error() string { return e.Message }
 
 func errorf(msg string) error { return &Error{Message: msg} }
 
+// The tables below hold indices (a handle without its tags) as uint32, so one prim path costs
+// an 8-byte path entry, and a token a 16-byte entry, its text in one byte arena and a 4-byte
+// index slot (docs/architecture.md "Memory": a scene of 100k meshes has a unique last token
+// per prim). A dictionary holds at most maxEntries tokens, paths and bytes of token text.
+const maxEntries = 1<<32 - 1
+
 type pathEntry struct {
-	parent Path  // 0 for the root
-	last   Token // last component; 0 for the root
-	depth  int
+	parent uint32 // index of the parent path; 0 for the root
+	last   uint32 // index of the last component's token; 0 for the root
 }
 
 // tokenEntry is one interned token and the first path made with it as last component. Most
 // tokens end one path only (the "p7" of "/bench/p7"), so that child is found here, in a dense
 // table, and only a token's later parents go through the pathIDs index.
 type tokenEntry struct {
-	text        string
-	firstParent Path // 0 while no path ends in this token
-	firstChild  Path
+	off, n      uint32 // its text: tokenTable.bytes[off : off+n]
+	firstParent uint32 // path index; 0 while no path ends in this token
+	firstChild  uint32 // path index
+}
+
+// tokenTable is the interned tokens: an entry each (index 0 unused) and their text back to
+// back in one arena, instead of a string header and a heap object per token. Bytes once
+// appended are never written again, so a string made over them (text) stays valid when the
+// arena grows: it keeps the old array alive.
+type tokenTable struct {
+	entries []tokenEntry
+	bytes   []byte
+}
+
+// text is the string of token index i (no copy).
+func (tt *tokenTable) text(i uint32) string {
+	e := tt.entries[i]
+	return unsafe.String(&tt.bytes[e.off], int(e.n))
+}
+
+// add appends a token whose text is s and returns its index.
+func (tt *tokenTable) add(s string) uint32 {
+	i := len(tt.entries)
+	if i > maxEntries || uint64(len(tt.bytes))+uint64(len(s)) > maxEntries {
+		panic("pathdict: the dictionary holds its most tokens (2^32-1, or 4 GiB of token text)")
+	}
+	tt.entries = append(tt.entries, tokenEntry{off: uint32(len(tt.bytes)), n: uint32(len(s))})
+	tt.bytes = append(tt.bytes, s...)
+	return uint32(i)
 }
 
 type pathList struct {
@@ -52,9 +84,9 @@ type Dictionary struct {
 	tags     tags // this dictionary's handle tags, fixed at New
 	mu       sync.RWMutex
 	tokenIDs tokenIndex
-	tokens   []tokenEntry       // by token index (0 unused)
-	pathIDs  map[[2]uint64]Path // (parent, last) of the paths not a token's first child
-	paths    []pathEntry        // by path index; index 1 is the root "/"
+	tokens   tokenTable
+	pathIDs  map[[2]uint32]uint32 // (parent, last) -> index of the paths not a token's first child
+	paths    []pathEntry          // by path index; index 1 is the root "/"
 	listMu   sync.Mutex
 	lists    map[ListID]*pathList
 	nextList uint64 // index of the last list made
@@ -65,8 +97,8 @@ func New() *Dictionary {
 	return &Dictionary{
 		tags:     newTags(),
 		tokenIDs: newTokenIndex(),
-		tokens:   []tokenEntry{{}},
-		pathIDs:  map[[2]uint64]Path{},
+		tokens:   tokenTable{entries: []tokenEntry{{}}},
+		pathIDs:  map[[2]uint32]uint32{},
 		paths:    []pathEntry{{}, {}},
 		lists:    map[ListID]*pathList{},
 	}
@@ -101,18 +133,17 @@ func (d *Dictionary) InternToken(s string) (Token, error) {
 func (d *Dictionary) lookupToken(s string) (Token, bool) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	return d.tokenIDs.find(s, d.tokens)
+	i := d.tokenIDs.find(s, &d.tokens)
+	return d.tags.token | uint64(i), i != 0
 }
 
 func (d *Dictionary) internTokenLocked(s string) Token {
-	if t, ok := d.tokenIDs.find(s, d.tokens); ok {
-		return t
+	i := d.tokenIDs.find(s, &d.tokens)
+	if i == 0 {
+		i = d.tokens.add(s)
+		d.tokenIDs.add(s, i, &d.tokens)
 	}
-	s = strings.Clone(s)
-	t := d.tags.token | uint64(len(d.tokens))
-	d.tokens = append(d.tokens, tokenEntry{text: s})
-	d.tokenIDs.add(s, t)
-	return t
+	return d.tags.token | uint64(i)
 }
 
 // TokenString returns the string of a token.
@@ -123,13 +154,13 @@ func (d *Dictionary) TokenString(t Token) (string, error) {
 	if !ok {
 		return "", d.notFound(t, kindToken)
 	}
-	return d.tokens[i].text, nil
+	return d.tokens.text(uint32(i)), nil
 }
 
 // tokenIndexLocked is the index of token t, if t is a token of this dictionary.
 func (d *Dictionary) tokenIndexLocked(t Token) (uint64, bool) {
 	i, ok := d.tags.index(t, d.tags.token)
-	return i, ok && i != 0 && i < uint64(len(d.tokens))
+	return i, ok && i != 0 && i < uint64(len(d.tokens.entries))
 }
 
 // pathIndexLocked is the index of path p, if p is a path of this dictionary.
@@ -278,24 +309,28 @@ func (d *Dictionary) internRunLocked(w *siblingWalk, strs []string, out []Path) 
 }
 
 func (d *Dictionary) childLocked(parent Path, last Token) Path {
-	tok := &d.tokens[last&indexMask]
-	if tok.firstParent == parent {
-		return tok.firstChild
+	pi, li := uint32(parent&indexMask), uint32(last&indexMask)
+	tok := &d.tokens.entries[li]
+	if tok.firstParent == pi {
+		return d.tags.path | uint64(tok.firstChild)
 	}
-	key := [2]uint64{parent, last}
+	key := [2]uint32{pi, li}
 	if tok.firstParent != 0 {
 		if p, ok := d.pathIDs[key]; ok {
-			return p
+			return d.tags.path | uint64(p)
 		}
 	}
-	p := d.tags.path | uint64(len(d.paths))
-	d.paths = append(d.paths, pathEntry{parent: parent, last: last, depth: d.paths[parent&indexMask].depth + 1})
-	if tok.firstParent == 0 {
-		tok.firstParent, tok.firstChild = parent, p
-	} else {
-		d.pathIDs[key] = p
+	i := len(d.paths)
+	if i > maxEntries {
+		panic("pathdict: the dictionary holds its most paths (2^32-1)")
 	}
-	return p
+	d.paths = append(d.paths, pathEntry{parent: pi, last: li})
+	if tok.firstParent == 0 {
+		tok.firstParent, tok.firstChild = pi, uint32(i)
+	} else {
+		d.pathIDs[key] = uint32(i)
+	}
+	return d.tags.path | uint64(i)
 }
 
 // PathFromTokens interns the path whose components are toks (empty = root). Each token must
@@ -310,8 +345,8 @@ func (d *Dictionary) PathFromTokens(toks []Token) (Path, error) {
 		if !ok {
 			return 0, errorf("tokens[" + itoa(uint64(i)) + "]: " + d.notFound(t, kindToken).Error())
 		}
-		if err := checkComponent(d.tokens[ti].text); err != nil {
-			return 0, errorf("tokens[" + itoa(uint64(i)) + "]: token " + quote(d.tokens[ti].text) + " cannot be a path component: it " + err.Error())
+		if text := d.tokens.text(uint32(ti)); checkComponent(text) != nil {
+			return 0, errorf("tokens[" + itoa(uint64(i)) + "]: token " + quote(text) + " cannot be a path component: it " + checkComponent(text).Error())
 		}
 		p = d.childLocked(p, t)
 	}
@@ -334,7 +369,10 @@ func (d *Dictionary) Parent(p Path) Path {
 	if !ok {
 		return 0
 	}
-	return d.paths[i].parent
+	if parent := d.paths[i].parent; parent != 0 {
+		return d.tags.path | uint64(parent)
+	}
+	return 0
 }
 
 // Tokens returns the component tokens of p (empty for the root).
@@ -345,10 +383,10 @@ func (d *Dictionary) Tokens(p Path) ([]Token, error) {
 	if !ok {
 		return nil, d.notFound(p, kindPath)
 	}
-	toks := make([]Token, d.paths[i].depth)
-	for k := len(toks) - 1; k >= 0; k-- {
-		toks[k] = d.paths[i].last
-		i = d.paths[i].parent & indexMask
+	toks := make([]Token, d.depthLocked(uint32(i)))
+	for k, j := len(toks)-1, uint32(i); k >= 0; k-- {
+		toks[k] = d.tags.token | uint64(d.paths[j].last)
+		j = d.paths[j].parent
 	}
 	return toks, nil
 }
@@ -364,12 +402,29 @@ func (d *Dictionary) PathString(p Path) (string, error) {
 	if i == rootIndex {
 		return "/", nil
 	}
-	parts := make([]string, d.paths[i].depth)
-	for k := len(parts) - 1; k >= 0; k-- {
-		parts[k] = d.tokens[d.paths[i].last&indexMask].text
-		i = d.paths[i].parent & indexMask
+	// One allocation: the length first, then the components from the last one back.
+	n := 0
+	for j := uint32(i); j != rootIndex; j = d.paths[j].parent {
+		n += 1 + int(d.tokens.entries[d.paths[j].last].n)
 	}
-	return "/" + strings.Join(parts, "/"), nil
+	buf := make([]byte, n)
+	for j := uint32(i); j != rootIndex; j = d.paths[j].parent {
+		text := d.tokens.text(d.paths[j].last)
+		n -= len(text)
+		copy(buf[n:], text)
+		n--
+		buf[n] = '/'
+	}
+	return unsafe.String(unsafe.SliceData(buf), len(buf)), nil
+}
+
+// depthLocked is the number of components of path index i.
+func (d *Dictionary) depthLocked(i uint32) int {
+	depth := 0
+	for ; i != rootIndex; i = d.paths[i].parent {
+		depth++
+	}
+	return depth
 }
 
 // CreateList makes a new list (refcount 1) holding a copy of paths, each of which must be valid.

@@ -2,39 +2,59 @@ package pathdict
 
 import "hash/maphash"
 
-// tokenIndex finds a token by its string. It keys tokens by a 64-bit hash of the string and
-// confirms the match against the token table, so the index holds no pointers (the GC does not
-// scan it) and a lookup of a new token touches one slot instead of comparing against strings
-// scattered over the heap. Two strings with one hash are rare; the later one goes to spill.
+// tokenIndex finds a token by its string: an open-addressing hash table of token indices
+// (0: an empty slot), probed linearly from the string's hash and confirmed against the token
+// table's text. 4 bytes a slot and no pointers, so a scene of many unique prim names (the
+// "M123" of every mesh) costs a few bytes per token here, and the GC does not scan it.
 type tokenIndex struct {
-	seed   maphash.Seed
-	byHash map[uint64]Token
-	spill  map[string]Token
+	seed  maphash.Seed
+	slots []uint32 // a power of two long
+	used  int
 }
+
+// minSlots is the size of a new index.
+const minSlots = 64
 
 func newTokenIndex() tokenIndex {
-	return tokenIndex{seed: maphash.MakeSeed(), byHash: map[uint64]Token{}, spill: map[string]Token{}}
+	return tokenIndex{seed: maphash.MakeSeed(), slots: make([]uint32, minSlots)}
 }
 
-// find returns the token of s; tokens is the dictionary's token table.
-func (x *tokenIndex) find(s string, tokens []tokenEntry) (Token, bool) {
-	t, ok := x.byHash[maphash.String(x.seed, s)]
-	if !ok {
-		return 0, false
+// find returns the index of the token whose text is s (0 if none).
+func (x *tokenIndex) find(s string, text *tokenTable) uint32 {
+	mask := uint64(len(x.slots) - 1)
+	for i := maphash.String(x.seed, s) & mask; ; i = (i + 1) & mask {
+		t := x.slots[i]
+		if t == 0 || text.text(t) == s {
+			return t
+		}
 	}
-	if tokens[t&indexMask].text == s {
-		return t, true
-	}
-	t, ok = x.spill[s]
-	return t, ok
 }
 
-// add records t as the token of s, which find does not know yet.
-func (x *tokenIndex) add(s string, t Token) {
-	h := maphash.String(x.seed, s)
-	if _, taken := x.byHash[h]; taken {
-		x.spill[s] = t
-		return
+// add records token index t, whose text is s and which find does not know yet.
+func (x *tokenIndex) add(s string, t uint32, text *tokenTable) {
+	if (x.used+1)*4 > len(x.slots)*3 { // keep the load at most 3/4
+		x.grow(text)
 	}
-	x.byHash[h] = t
+	x.insert(s, t)
+	x.used++
+}
+
+func (x *tokenIndex) insert(s string, t uint32) {
+	mask := uint64(len(x.slots) - 1)
+	i := maphash.String(x.seed, s) & mask
+	for x.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	x.slots[i] = t
+}
+
+// grow doubles the table, placing every token again by the hash of its text.
+func (x *tokenIndex) grow(text *tokenTable) {
+	old := x.slots
+	x.slots = make([]uint32, 2*len(old))
+	for _, t := range old {
+		if t != 0 {
+			x.insert(text.text(t), t)
+		}
+	}
 }

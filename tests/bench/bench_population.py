@@ -12,8 +12,12 @@ time-sampled translate — is saved as a .usdc file, then:
    prim type, the applied schemas and the local transform;
 2. memory, each in a fresh process: the RSS the population adds on top of the open USD stage
    it keeps (for later re-sampling), against the payload bytes (the numpy arrays usd-core
-   reads); target <= 1.5x. Peak RSS growth is printed beside it, and the engine's own share
-   (its value buffers and the Go heap of its tables, docs/architecture.md "Memory").
+   reads: the values of the scene, local transforms included); target <= 1.5x. The bytes of
+   the built-ins the spec has population store besides (reserved names, reset flags) are
+   printed apart, with the ratio against payload + built-ins (shown, not the target). Peak
+   RSS growth is printed beside it, the engine's own share (its value buffers and the Go
+   heap of its tables, docs/architecture.md "Memory"), and the ratio again from two children
+   with one glibc malloc arena (``MALLOC_ARENA_MAX=1``: the per-thread arenas' share).
 
 Usage: ``python tests/bench/bench_population.py [--prims N] [--repeats R]`` (or
 ``OVSTAGE_BENCH_POPULATION_PRIMS=N``; ``--quick`` = 5,000 prims, 2 repeats).
@@ -163,6 +167,23 @@ def usd_core_read(path: Path) -> tuple[Any, list[np.ndarray]]:
     return usd, arrays
 
 
+def builtin_bytes(usd: Any) -> int:
+    """The bytes of what population stores beyond the values usd-core's read returns: the
+    reserved built-ins of every prim (``usd-prim-type`` on typed prims, ``usd-schemas``,
+    ``usd-ancestor-types``: 8-byte token ids) and ``omni:resetXformStack`` (1 byte per
+    xformable; its local transform, ``omni:xform``, is in the payload already). RENDERING
+    creates no world matrix (docs/population.md "Domains"). Not timed."""
+    from ovstage.population._selection import ancestor_type_names, applied_schema_names
+    from pxr import UsdGeom
+
+    total = 0
+    for prim in usd.Traverse():
+        type_name = str(prim.GetTypeName())
+        tokens = len(applied_schema_names(prim)) + len(ancestor_type_names(type_name))
+        total += 8 * (tokens + bool(type_name)) + prim.IsA(UsdGeom.Xformable)
+    return total
+
+
 def populate(path: Path) -> ovstage.Stage:
     stage = ovstage.Stage("bench-population")
     population.open_usd(stage, str(path), 1, TIME)
@@ -214,9 +235,11 @@ def memory_child(kind: str, path: Path) -> dict[str, int]:
         payload = sum(a.nbytes for a in arrays)
         del arrays
         stage_only = settled_rss()
+        builtins = builtin_bytes(usd)
         del usd
         return {
             "payload": payload,
+            "builtins": builtins,
             "with_arrays": with_arrays - before,
             "stage_only": stage_only - before,
             "peak": peak - before,
@@ -239,13 +262,14 @@ def memory_child(kind: str, path: Path) -> dict[str, int]:
     return figures
 
 
-def run_child(kind: str, path: Path) -> dict[str, int]:
+def run_child(kind: str, path: Path, env: dict[str, str] | None = None) -> dict[str, int]:
     out = subprocess.run(
         [sys.executable, __file__, "--memory-child", kind, str(path)],
         capture_output=True,
         text=True,
         timeout=1800,
         check=True,
+        env=None if env is None else {**os.environ, **env},
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -253,11 +277,14 @@ def run_child(kind: str, path: Path) -> dict[str, int]:
 def bench_memory(path: Path) -> None:
     usd = run_child("usd", path)
     pop = run_child("population", path)
-    payload = usd["payload"]
+    payload, builtins = usd["payload"], usd["builtins"]
     arrays = usd["with_arrays"] - usd["stage_only"]
     added = pop["growth"] - usd["stage_only"]
     print(
-        f"memory: payload {payload / 1e6:.1f} MB; usd-core RSS growth: "
+        f"memory: payload {payload / 1e6:.1f} MB (the values usd-core's read returns, local "
+        f"transforms included: the target's denominator); the engine also stores "
+        f"{builtins / 1e6:.1f} MB the spec requires that the read does not return (built-ins, "
+        f"omni:resetXformStack); usd-core RSS growth: "
         f"{usd['stage_only'] / 1e6:.1f} MB the stage, {arrays / 1e6:.1f} MB the numpy arrays "
         f"(peak {usd['peak'] / 1e6:.1f}); population RSS growth {pop['growth'] / 1e6:.1f} MB "
         f"(peak {pop['peak'] / 1e6:.1f}), of which the engine holds {pop['buffers'] / 1e6:.1f} MB "
@@ -272,15 +299,33 @@ def bench_memory(path: Path) -> None:
         ratio <= 1.5,
     )
     report(
+        "  population RSS beyond the USD stage / (payload + built-ins)",
+        f"{added / (payload + builtins):.2f}",
+        "(shown)",
+        None,
+    )
+    report(
         "  usd-core's numpy arrays RSS / payload bytes", f"{arrays / payload:.2f}", "(shown)", None
     )
     peak = (pop["peak"] - usd["stage_only"]) / payload
     report("  peak population RSS beyond the USD stage / payload", f"{peak:.2f}", "(shown)", None)
-    # The engine alone: what the stage holds (value buffers, which include the world matrices
+    # The engine alone: what the stage holds (value buffers, which include the built-ins
     # population adds, and the Go heap of its tables) against the same payload.
     engine = (pop["buffers"] + pop["go_heap"]) / payload
     report("  engine (value buffers + Go heap) / payload", f"{engine:.2f}", "(shown)", None)
     report("  engine Go heap / payload", f"{pop['go_heap'] / payload:.2f}", "(shown)", None)
+    # The C heap's share: the same two children with one glibc malloc arena. What the writes
+    # leave in per-thread arenas (pages a few live blocks keep resident after malloc_trim) is
+    # then not there: the difference is allocator retention, not data (docs/architecture.md).
+    one = {"MALLOC_ARENA_MAX": "1"}
+    usd_one, pop_one = run_child("usd", path, one), run_child("population", path, one)
+    single = (pop_one["growth"] - usd_one["stage_only"]) / payload
+    report(
+        "  the same with one malloc arena (MALLOC_ARENA_MAX=1) / payload",
+        f"{single:.2f}",
+        "(shown)",
+        None,
+    )
 
 
 REPO = Path(__file__).resolve().parents[2]
