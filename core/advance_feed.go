@@ -3,6 +3,7 @@ package core
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ovstage-go/ovstage/core/column"
 
@@ -43,6 +44,19 @@ type SealedAdvance struct {
 	Global     bool
 	Attributes []string
 	Columns    []ColumnChanges
+	// State is the whole sealed state after the advance, when one was asked for
+	// (RequestSealedState); nil otherwise.
+	State *SealedState
+}
+
+// SealedState is a stage's whole sealed state at one advance: every sealed row of every
+// column (its newest change's ordinal, value or tombstone; Exact false where change records
+// were coalesced, every row then at the column's floor), and the floors that sealed it.
+type SealedState struct {
+	GlobalFloor uint64
+	// Floors holds each attribute's effective floor where it is above GlobalFloor.
+	Floors  map[string]uint64
+	Columns []ColumnChanges
 }
 
 // advanceFeed is a stage's observer. mu serializes the advances while one is attached:
@@ -54,6 +68,8 @@ type advanceFeed struct {
 	// paths caches each column's path strings by row: the same prims change advance after
 	// advance, and building a path string costs more than copying its value.
 	paths map[*column.Column]*rowPaths
+	// wantState: the next advance also reports the whole sealed state (RequestSealedState).
+	wantState atomic.Bool
 }
 
 // noPrim marks a row of the path cache not filled yet.
@@ -82,6 +98,17 @@ func (s *Stage) ObserveAdvances(fn func(SealedAdvance)) (detach func(), err erro
 	return func() { s.feed.CompareAndSwap(f, nil) }, nil
 }
 
+// RequestSealedState makes the next floor advance's report carry the stage's whole sealed
+// state (SealedAdvance.State): replication's snapshots. The copy runs inside that advance.
+func (s *Stage) RequestSealedState() error {
+	f := s.feed.Load()
+	if f == nil {
+		return status.Errorf(status.InvalidArgument, "%s has no advance observer to report a sealed state to", s.label())
+	}
+	f.wantState.Store(true)
+	return nil
+}
+
 // report collects what work sealed and hands it to the feed; a panic in the observer is
 // logged, never the advance's failure.
 func (f *advanceFeed) report(s *Stage, adv floorAdvance, work []sealWork) {
@@ -108,7 +135,32 @@ func (f *advanceFeed) report(s *Stage, adv floorAdvance, work []sealWork) {
 			out.Columns = append(out.Columns, cc)
 		}
 	}
+	if f.wantState.Swap(false) {
+		out.State = f.collectState(s, work)
+	}
 	f.fn(out)
+}
+
+// collectState copies every column's whole sealed state, and the floors.
+func (f *advanceFeed) collectState(s *Stage, work []sealWork) *SealedState {
+	st := &SealedState{Floors: map[string]uint64{}}
+	s.mu.Lock()
+	st.GlobalFloor = s.floors.global
+	s.mu.Unlock()
+	for _, w := range work {
+		name := s.tokenName(w.attr)
+		if w.floor == 0 || isDerived(name) || isTokenBuiltin(name) {
+			continue
+		}
+		if w.floor > st.GlobalFloor {
+			st.Floors[name] = w.floor
+		}
+		w.from = 0 // every change up to the floor
+		if cc, ok := f.collectColumn(s, name, w); ok {
+			st.Columns = append(st.Columns, cc)
+		}
+	}
+	return st
 }
 
 // collectColumn copies one column's sealed changes in (w.from, w.floor].

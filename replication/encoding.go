@@ -106,11 +106,7 @@ func encodeData(epoch string, seq uint64, part int, samePaths bool, c *core.Colu
 	prev := ""
 	for i := lo; i < hi; i++ {
 		if !samePaths {
-			p := c.Paths[i]
-			shared := commonPrefix(prev, p)
-			w.uv(uint64(shared))
-			w.str(p[shared:])
-			prev = p
+			prev = w.frontCoded(prev, c.Paths[i])
 		}
 		w.uv(c.Ordinals[i])
 		w.bool(c.Deleted[i])
@@ -123,6 +119,15 @@ func encodeData(epoch string, seq uint64, part int, samePaths bool, c *core.Colu
 	w.uv(uint64(valueHi - valueLo))
 	w.b = append(w.b, c.Values[valueLo:valueHi]...)
 	return w.b
+}
+
+// frontCoded writes p as the length of its prefix shared with prev and the rest; p is the
+// next call's prev.
+func (w *writer) frontCoded(prev, p string) string {
+	shared := commonPrefix(prev, p)
+	w.uv(uint64(shared))
+	w.str(p[shared:])
+	return p
 }
 
 func commonPrefix(a, b string) int {
@@ -188,6 +193,16 @@ func (r *reader) bytes(n uint64, what string) []byte {
 	return v
 }
 
+// frontCoded reads a path written by writer.frontCoded after prev.
+func (r *reader) frontCoded(prev string) string {
+	shared := r.uv("path prefix")
+	if shared > uint64(len(prev)) {
+		r.fail("path prefix")
+		return ""
+	}
+	return prev[:shared] + r.str("path")
+}
+
 func (r *reader) str(what string) string { return string(r.bytes(r.uv(what), what)) }
 func (r *reader) bool(what string) bool  { return r.u8(what) != 0 }
 
@@ -242,12 +257,9 @@ func decodeData(r *reader) (dataMsg, error) {
 	written := 0
 	for range n {
 		if !m.SamePaths {
-			shared := r.uv("path prefix")
-			if shared > uint64(len(prev)) {
-				r.fail("path prefix")
+			if prev = r.frontCoded(prev); r.err != nil {
 				break
 			}
-			prev = prev[:shared] + r.str("path")
 			c.Paths = append(c.Paths, prev)
 		}
 		c.Ordinals = append(c.Ordinals, r.uv("ordinal"))

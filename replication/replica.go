@@ -31,8 +31,11 @@ type ReplicaStatus struct {
 	PrimaryOrdinal uint64  `json:"primary_ordinal"`
 	LagOrdinals    uint64  `json:"lag_ordinals"`
 	LagSeconds     float64 `json:"lag_seconds"`
-	Failed         bool    `json:"failed"`
-	LastError      string  `json:"last_error"`
+	// SnapshotOrdinal is the floor of the snapshot the replica started from (0: none, it
+	// read the stream from its start).
+	SnapshotOrdinal uint64 `json:"snapshot_ordinal"`
+	Failed          bool   `json:"failed"`
+	LastError       string `json:"last_error"`
 }
 
 // Replica applies a published stage's advances to a local stage, in order, through the
@@ -125,6 +128,9 @@ func StartReplica(s *core.Stage, url, name string) (_ *Replica, err error) {
 			return nil, fmt.Errorf("no stage %q is published on %s (no stream %s)", name, r.st.URL, n.stream)
 		}
 		return nil, fmt.Errorf("looking up stream %s on %s: %w", n.stream, r.st.URL, err)
+	}
+	if err := r.catchUp(ctx, js); err != nil {
+		return nil, err
 	}
 	cons, err := r.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{n.data, n.floor}})
 	if err != nil {
