@@ -38,7 +38,7 @@ func requireDropped(t *testing.T, pub *Publisher) {
 // before the next: a replica further behind than the stream holds stops, see
 // docs/replication.md).
 func TestLateReplicaConvergesViaSnapshot(t *testing.T) {
-	primary, pub := limitedPrimary(t, "late", 20, 7)
+	primary, pub := limitedPrimary(t, "late", 20, 5)
 	rng := rand.New(rand.NewPCG(3, 4))
 	model := visible{}
 	states := randomAdvances(t, primary, rng, model, 1, 80)
