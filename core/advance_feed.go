@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/binary"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,9 @@ type ColumnChanges struct {
 	// DType.ElemBytes() bytes each, or array rows of Lengths[k] elements each.
 	Values  []byte
 	Lengths []int64
+	// Tokens holds, for a token-valued built-in (prim type, applied schemas, ancestor
+	// types), the string of each token id in Values, in order: the ids are this stage's.
+	Tokens []string
 }
 
 // SealedAdvance is one applied floor advance and what it sealed.
@@ -126,10 +130,8 @@ func (f *advanceFeed) report(s *Stage, adv floorAdvance, work []sealWork) {
 			continue // this column's floor did not move
 		}
 		name := s.tokenName(w.attr)
-		if isDerived(name) || isTokenBuiltin(name) {
-			// Derived built-ins are derived again by the replica; the token-valued ones hold
-			// token ids of this stage's dictionary, meaningless in another (docs/replication.md).
-			continue
+		if isDerived(name) {
+			continue // derived again by the replica (docs/replication.md)
 		}
 		if cc, ok := f.collectColumn(s, name, w); ok {
 			out.Columns = append(out.Columns, cc)
@@ -149,7 +151,7 @@ func (f *advanceFeed) collectState(s *Stage, work []sealWork) *SealedState {
 	s.mu.Unlock()
 	for _, w := range work {
 		name := s.tokenName(w.attr)
-		if w.floor == 0 || isDerived(name) || isTokenBuiltin(name) {
+		if w.floor == 0 || isDerived(name) {
 			continue
 		}
 		if w.floor > st.GlobalFloor {
@@ -170,6 +172,12 @@ func (f *advanceFeed) collectColumn(s *Stage, name string, w sealWork) (ColumnCh
 	cc := ColumnChanges{Attribute: name, IsArray: sc.IsArray, DType: sc.DType, Semantic: sc.Semantic, Exact: exact,
 		Ordinals: rows.Ordinals, Deleted: rows.Deleted, Values: rows.Values, Lengths: rows.Lengths}
 	cc.Paths = f.pathsOf(s, w.col, rows.Rows, rows.Prims)
+	if isTokenBuiltin(name) {
+		cc.Tokens = make([]string, len(cc.Values)/8)
+		for i := range cc.Tokens {
+			cc.Tokens[i] = s.tokenName(binary.LittleEndian.Uint64(cc.Values[8*i:]))
+		}
+	}
 	return cc, len(cc.Paths) > 0
 }
 

@@ -16,7 +16,7 @@ import (
 
 const (
 	magic      = "OVSR"
-	version    = 1
+	version    = 2
 	kindData   = 1
 	kindFloor  = 2
 	headerSize = len(magic) + 2
@@ -102,6 +102,7 @@ func encodeData(epoch string, seq uint64, part int, samePaths bool, c *core.Colu
 	w.uv(uint64(c.DType.Lanes))
 	w.uv(uint64(uint32(c.Semantic)))
 	w.bool(c.Exact)
+	w.bool(c.Tokens != nil)
 	w.uv(uint64(hi - lo))
 	prev := ""
 	for i := lo; i < hi; i++ {
@@ -118,6 +119,11 @@ func encodeData(epoch string, seq uint64, part int, samePaths bool, c *core.Colu
 	}
 	w.uv(uint64(valueHi - valueLo))
 	w.b = append(w.b, c.Values[valueLo:valueHi]...)
+	if c.Tokens != nil { // one string per 8-byte token id of the values
+		for _, t := range c.Tokens[valueLo/8 : valueHi/8] {
+			w.str(t)
+		}
+	}
 	return w.b
 }
 
@@ -248,6 +254,7 @@ func decodeData(r *reader) (dataMsg, error) {
 	c.DType.Lanes = uint16(r.uv("lanes"))
 	c.Semantic = int32(uint32(r.uv("semantic")))
 	c.Exact = r.bool("exact")
+	tokens := r.bool("tokens")
 	n := r.count(2, "entry count")
 	c.Ordinals, c.Deleted = make([]uint64, 0, n), make([]bool, 0, n)
 	if !m.SamePaths {
@@ -286,6 +293,15 @@ func decodeData(r *reader) (dataMsg, error) {
 		return m, fmt.Errorf("%w: %d value bytes for %d entries of %s (%d expected)", errCorrupt, vlen, written, c.DType, total)
 	}
 	c.Values = r.bytes(vlen, "values")
+	if tokens {
+		if c.DType.ElemBytes()%8 != 0 {
+			return m, fmt.Errorf("%w: token strings for %s values", errCorrupt, c.DType)
+		}
+		c.Tokens = make([]string, 0, min(vlen/8, uint64(len(r.b))))
+		for range vlen / 8 {
+			c.Tokens = append(c.Tokens, r.str("token"))
+		}
+	}
 	return m, r.end()
 }
 

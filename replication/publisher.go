@@ -549,6 +549,11 @@ func splitColumn(epoch string, seq uint64, c *core.ColumnChanges, limit int, mem
 				vbytes = int(c.Lengths[l]) * elem
 			}
 		}
+		if c.Tokens != nil { // the token strings travel too
+			for _, t := range c.Tokens[v/8 : (v+vbytes)/8] {
+				entry += len(t) + 2
+			}
+		}
 		if entry+vbytes+256 > limit {
 			return nil, fmt.Errorf("%s: the value of %s (%d bytes) exceeds the server's message limit of %d bytes", c.Attribute, c.Paths[i], vbytes, limit)
 		}

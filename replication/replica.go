@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -281,6 +282,17 @@ func (r *Replica) query(paths []string) (uint64, func(), error) {
 
 // applyColumn writes and deletes c's entries at their ordinals, lowest first.
 func (r *Replica) applyColumn(c *core.ColumnChanges, known *knownPaths) error {
+	if c.Tokens != nil { // token ids of the primary: this stage's ids of the same strings
+		vals := make([]byte, len(c.Values))
+		for i, str := range c.Tokens {
+			tok, err := r.stage.Dictionary().InternToken(str)
+			if err != nil {
+				return fmt.Errorf("token %q: %w", str, err)
+			}
+			binary.LittleEndian.PutUint64(vals[8*i:], uint64(tok))
+		}
+		c.Values = vals
+	}
 	elem := int64(c.DType.ElemBytes())
 	offs := make([]int64, len(c.Paths)) // value offset, lengths index packed below
 	lens := make([]int64, len(c.Paths))
