@@ -3,6 +3,7 @@ package core
 import (
 	"encoding/binary"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -48,9 +49,42 @@ type SealedAdvance struct {
 	Global     bool
 	Attributes []string
 	Columns    []ColumnChanges
+	// PrimDeletes are the whole prims deleted at ordinals the advance sealed and not written
+	// again after (within it): a replica deletes them whole, at that ordinal.
+	PrimDeletes []PrimDelete
 	// State is the whole sealed state after the advance, when one was asked for
 	// (RequestSealedState); nil otherwise.
 	State *SealedState
+}
+
+// PrimDelete is one whole-prim delete an advance sealed.
+type PrimDelete struct {
+	Path    string
+	Ordinal uint64
+}
+
+// primsEnded is a whole-prim delete entry of the history: its prims and ordinal.
+type primsEnded struct {
+	prims   []uint64
+	ordinal uint64
+}
+
+// primDeletesSealedBy lists the whole-prim deletes adv will seal: those above the global
+// floor and at or below the one adv raises it to (the history drops them once sealed).
+func (s *Stage) primDeletesSealedBy(adv floorAdvance) []primsEnded {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	target := s.floors.global
+	if adv.global {
+		target = max(target, adv.ordinal)
+	}
+	var out []primsEnded
+	for _, e := range s.history.entries {
+		if e.kind == historyPrimDelete && e.ordinal > s.floors.global && e.ordinal <= target {
+			out = append(out, primsEnded{prims: e.prims, ordinal: e.ordinal})
+		}
+	}
+	return out
 }
 
 // SealedState is a stage's whole sealed state at one advance: every sealed row of every
@@ -115,7 +149,7 @@ func (s *Stage) RequestSealedState() error {
 
 // report collects what work sealed and hands it to the feed; a panic in the observer is
 // logged, never the advance's failure.
-func (f *advanceFeed) report(s *Stage, adv floorAdvance, work []sealWork) {
+func (f *advanceFeed) report(s *Stage, adv floorAdvance, work []sealWork, ended []primsEnded) {
 	defer func() {
 		if r := recover(); r != nil {
 			logbus.Logf(logbus.Error, logbus.ChannelInternal, "%s: advance observer panicked at floor %d: %v", s.label(), adv.ordinal, r)
@@ -137,10 +171,41 @@ func (f *advanceFeed) report(s *Stage, adv floorAdvance, work []sealWork) {
 			out.Columns = append(out.Columns, cc)
 		}
 	}
+	out.PrimDeletes = primDeletes(s, ended, out.Columns)
 	if f.wantState.Swap(false) {
 		out.State = f.collectState(s, work)
 	}
 	f.fn(out)
+}
+
+// primDeletes lists each ended prim once, at its newest delete, leaving out prims a change
+// of cols writes again (every change of a deleted prim lies at or above its delete).
+func primDeletes(s *Stage, ended []primsEnded, cols []ColumnChanges) []PrimDelete {
+	if len(ended) == 0 {
+		return nil
+	}
+	at := map[uint64]uint64{}
+	for _, e := range ended {
+		for _, p := range e.prims {
+			at[p] = max(at[p], e.ordinal)
+		}
+	}
+	written := map[string]bool{}
+	for _, c := range cols {
+		for i, p := range c.Paths {
+			if !c.Deleted[i] {
+				written[p] = true
+			}
+		}
+	}
+	var out []PrimDelete
+	for p, o := range at {
+		if path := s.pathName(p); !written[path] {
+			out = append(out, PrimDelete{Path: path, Ordinal: o})
+		}
+	}
+	slices.SortFunc(out, func(a, b PrimDelete) int { return strings.Compare(a.Path, b.Path) })
+	return out
 }
 
 // collectState copies every column's whole sealed state, and the floors.

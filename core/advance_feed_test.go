@@ -144,3 +144,22 @@ func TestAdvanceFeedSealedState(t *testing.T) {
 	require.Equal(t, []string{"/World/A", "/World/B", "/World/C"}, st.Columns[0].Paths)
 	require.Equal(t, []uint64{1, 1, 1}, st.Columns[0].Ordinals)
 }
+
+// TestAdvanceFeedPrimDeletes: a whole-prim delete is reported once its ordinal is sealed (at
+// its newest delete), and not for a prim written again within the same advance.
+func TestAdvanceFeedPrimDeletes(t *testing.T) {
+	f := newFixture(t)
+	var got []SealedAdvance
+	_, err := f.s.ObserveAdvances(func(a SealedAdvance) { got = append(got, a) })
+	require.NoError(t, err)
+	f.wait(must(f.write(1, []float32{1, 2, 3})))
+	f.seal(1)
+	f.wait(must(f.s.DeleteAttributes(DeleteRequest{Query: f.queryOf("/World/A", "/World/B"), Ordinal: 2})))
+	f.wait(must(f.s.DeleteAttributes(DeleteRequest{Query: f.queryOf("/World/B"), Ordinal: 3})))
+	f.wait(must(f.s.WriteAttribute(WriteRequest{Query: f.queryOf("/World/A"), AttrToken: f.attr, Ordinal: 4,
+		Tensors: []tensor.Tensor{f32Tensor([]float32{7})}})))
+	f.seal(4)
+	require.Len(t, got, 2)
+	require.Empty(t, got[0].PrimDeletes)
+	require.Equal(t, []PrimDelete{{Path: "/World/B", Ordinal: 3}}, got[1].PrimDeletes)
+}

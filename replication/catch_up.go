@@ -71,6 +71,9 @@ func startOf(b []byte) (epoch string, seq uint64, whole bool, err error) {
 	case kindFloor:
 		m, err := decodeFloor(rd)
 		return m.Epoch, m.Seq, m.Parts == 0, err
+	case kindPrims: // may be a later part of the advance's prim deletes: not whole
+		m, err := decodePrims(rd)
+		return m.Epoch, m.Seq, false, err
 	}
 	return "", 0, false, fmt.Errorf("%w: message kind %d", errCorrupt, kind)
 }

@@ -19,6 +19,7 @@ const (
 	version    = 2
 	kindData   = 1
 	kindFloor  = 2
+	kindPrims  = 4 // whole-prim deletes (kindSnapshot = 3 is snapshot.go's)
 	headerSize = len(magic) + 2
 )
 
@@ -68,6 +69,41 @@ func newWriter(kind uint8, size int) *writer {
 	w.u8(version)
 	w.u8(kind)
 	return w
+}
+
+// primsMsg is one part of an advance's whole-prim deletes.
+type primsMsg struct {
+	Epoch   string
+	Seq     uint64
+	Deletes []core.PrimDelete
+}
+
+// encodePrims encodes a prims message.
+func encodePrims(m primsMsg) []byte {
+	w := newWriter(kindPrims, 64+16*len(m.Deletes))
+	w.str(m.Epoch)
+	w.uv(m.Seq)
+	w.uv(uint64(len(m.Deletes)))
+	prev := ""
+	for _, d := range m.Deletes {
+		prev = w.frontCoded(prev, d.Path)
+		w.uv(d.Ordinal)
+	}
+	return w.b
+}
+
+func decodePrims(r *reader) (primsMsg, error) {
+	m := primsMsg{Epoch: r.str("epoch"), Seq: r.uv("seq")}
+	n := r.count(3, "prim count")
+	m.Deletes = make([]core.PrimDelete, 0, n)
+	prev := ""
+	for range n {
+		if prev = r.frontCoded(prev); r.err != nil {
+			break
+		}
+		m.Deletes = append(m.Deletes, core.PrimDelete{Path: prev, Ordinal: r.uv("ordinal")})
+	}
+	return m, r.end()
 }
 
 // encodeFloor encodes a floor message.

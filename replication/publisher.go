@@ -493,6 +493,9 @@ type message struct {
 func (p *Publisher) encode(q queued) ([]message, int, error) {
 	var msgs []message
 	bytes := 0
+	for _, part := range splitPrims(p.epoch, q.seq, q.adv.PrimDeletes, p.limit) { // first: see Replica
+		msgs = append(msgs, message{subject: p.n.data, id: fmt.Sprintf("%s.%d.%d", p.epoch, q.seq, len(msgs)), data: part})
+	}
 	for i := range q.adv.Columns {
 		c := &q.adv.Columns[i]
 		parts, err := splitColumn(p.epoch, q.seq, c, p.limit, p.memo)
@@ -527,6 +530,23 @@ func (m pathMemo) same(key memoKey, paths []string) bool {
 	prev, ok := m[key]
 	m[key] = paths
 	return ok && slices.Equal(prev, paths)
+}
+
+// splitPrims encodes whole-prim deletes as prims messages of at most limit bytes each.
+func splitPrims(epoch string, seq uint64, dels []core.PrimDelete, limit int) [][]byte {
+	var out [][]byte
+	lo, size := 0, 0
+	for i, d := range dels {
+		if size+len(d.Path)+24+256 > limit && i > lo {
+			out = append(out, encodePrims(primsMsg{Epoch: epoch, Seq: seq, Deletes: dels[lo:i]}))
+			lo, size = i, 0
+		}
+		size += len(d.Path) + 24
+	}
+	if len(dels) > lo {
+		out = append(out, encodePrims(primsMsg{Epoch: epoch, Seq: seq, Deletes: dels[lo:]}))
+	}
+	return out
 }
 
 // splitColumn encodes c as data messages of at most limit bytes each.

@@ -185,6 +185,18 @@ func (r *Replica) applyMessage(b []byte) (err error) {
 			return fmt.Errorf("applying %s of advance %d: %w", m.Changes.Attribute, m.Seq, err)
 		}
 		r.parts++
+	case kindPrims:
+		m, err := decodePrims(rd)
+		if err != nil {
+			return err
+		}
+		if skip, err := r.admit(m.Epoch, m.Seq); skip || err != nil {
+			return err
+		}
+		if err := r.deletePrims(m.Deletes); err != nil {
+			return fmt.Errorf("deleting prims of advance %d: %w", m.Seq, err)
+		}
+		r.parts++
 	case kindFloor:
 		m, err := decodeFloor(rd)
 		if err != nil {
@@ -430,6 +442,34 @@ func (r *Replica) delete(c *core.ColumnChanges, ordinal uint64, idx []int) error
 		return err
 	}
 	r.pending = append(r.pending, pendingOp{op: op, done: release})
+	return nil
+}
+
+// deletePrims deletes whole prims at their ordinals, lowest first. They come before the
+// advance's column changes: every change the advance carries for such a prim lies at or
+// above its delete.
+func (r *Replica) deletePrims(dels []core.PrimDelete) error {
+	byOrdinal := map[uint64][]string{}
+	for _, d := range dels {
+		byOrdinal[d.Ordinal] = append(byOrdinal[d.Ordinal], d.Path)
+	}
+	ordinals := make([]uint64, 0, len(byOrdinal))
+	for o := range byOrdinal {
+		ordinals = append(ordinals, o)
+	}
+	sort.Slice(ordinals, func(i, j int) bool { return ordinals[i] < ordinals[j] })
+	for _, o := range ordinals {
+		q, release, err := r.query(byOrdinal[o])
+		if err != nil {
+			return err
+		}
+		op, err := r.stage.DeleteAttributes(core.DeleteRequest{Query: q, Ordinal: o})
+		if err != nil {
+			release()
+			return err
+		}
+		r.pending = append(r.pending, pendingOp{op: op, done: release})
+	}
 	return nil
 }
 
