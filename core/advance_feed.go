@@ -95,6 +95,9 @@ type SealedState struct {
 	// Floors holds each attribute's effective floor where it is above GlobalFloor.
 	Floors  map[string]uint64
 	Columns []ColumnChanges
+	// PrimDeletes are the prims whose every sealed row is a tombstone and that the stage no
+	// longer holds: deleted whole, at their newest tombstone.
+	PrimDeletes []PrimDelete
 }
 
 // advanceFeed is a stage's observer. mu serializes the advances while one is attached:
@@ -227,7 +230,40 @@ func (f *advanceFeed) collectState(s *Stage, work []sealWork) *SealedState {
 			st.Columns = append(st.Columns, cc)
 		}
 	}
+	st.PrimDeletes = endedPrims(s, st.Columns)
 	return st
+}
+
+// endedPrims lists the prims cols hold only tombstones of that s no longer holds, each at its
+// newest tombstone.
+func endedPrims(s *Stage, cols []ColumnChanges) []PrimDelete {
+	at := map[string]uint64{}
+	written := map[string]bool{}
+	for _, c := range cols {
+		for i, p := range c.Paths {
+			if c.Deleted[i] {
+				at[p] = max(at[p], c.Ordinals[i])
+			} else {
+				written[p] = true
+			}
+		}
+	}
+	ids := map[string]uint64{}
+	for p := range at {
+		if id, err := s.dict.InternPath(p); err == nil && !written[p] { // interned already: a column's row
+			ids[p] = id
+		}
+	}
+	var out []PrimDelete
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p, id := range ids {
+		if !s.prims.has(id) {
+			out = append(out, PrimDelete{Path: p, Ordinal: at[p]})
+		}
+	}
+	slices.SortFunc(out, func(a, b PrimDelete) int { return strings.Compare(a.Path, b.Path) })
+	return out
 }
 
 // collectColumn copies one column's sealed changes in (w.from, w.floor].

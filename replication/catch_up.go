@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ovstage-go/ovstage/core"
 )
 
 // snapshotWait bounds how long a starting replica waits for a snapshot that covers the
@@ -42,12 +45,12 @@ func (r *Replica) catchUp(ctx context.Context, js jetstream.JetStream) error {
 	}
 	deadline := time.Now().Add(snapshotWait)
 	for {
-		h, msgs, err := r.fetchSnapshot(ctx, js)
+		h, msgs, ended, err := r.fetchSnapshot(ctx, js)
 		if err != nil {
 			return err
 		}
 		if h.Epoch == epoch && h.Seq >= need {
-			return r.applySnapshot(h, msgs)
+			return r.applySnapshot(h, msgs, ended)
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("stream %s starts at advance %d of publisher %s, the newest snapshot follows advance %d of publisher %s: "+
@@ -79,29 +82,31 @@ func startOf(b []byte) (epoch string, seq uint64, whole bool, err error) {
 }
 
 // fetchSnapshot reads and decodes the newest snapshot.
-func (r *Replica) fetchSnapshot(ctx context.Context, js jetstream.JetStream) (snapshotHeader, []dataMsg, error) {
+func (r *Replica) fetchSnapshot(ctx context.Context, js jetstream.JetStream) (snapshotHeader, []dataMsg, []core.PrimDelete, error) {
 	none := fmt.Errorf("stream %s no longer holds its first advances and no snapshot is published (object store %s): "+
 		"publish with snapshot_every, or call snapshot(), for late replicas", r.n.stream, r.n.snapshots)
 	store, err := js.ObjectStore(ctx, r.n.snapshots)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return snapshotHeader{}, nil, none
+		return snapshotHeader{}, nil, nil, none
 	}
 	if err != nil {
-		return snapshotHeader{}, nil, fmt.Errorf("object store %s: %w", r.n.snapshots, err)
+		return snapshotHeader{}, nil, nil, fmt.Errorf("object store %s: %w", r.n.snapshots, err)
 	}
 	b, err := store.GetBytes(ctx, snapshotObject)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return snapshotHeader{}, nil, none
+		return snapshotHeader{}, nil, nil, none
 	}
 	if err != nil {
-		return snapshotHeader{}, nil, fmt.Errorf("reading the snapshot from %s: %w", r.n.snapshots, err)
+		return snapshotHeader{}, nil, nil, fmt.Errorf("reading the snapshot from %s: %w", r.n.snapshots, err)
 	}
 	return decodeSnapshot(b)
 }
 
-// applySnapshot writes a snapshot's rows at their ordinals, raises the floors as the primary
-// had, and continues after the snapshot's advance with the paths the publisher remembered.
-func (r *Replica) applySnapshot(h snapshotHeader, msgs []dataMsg) (err error) {
+// applySnapshot writes a snapshot's rows at their ordinals, then ends the prims it deletes
+// whole (at their newest tombstone, the last change of each), raises the floors as the
+// primary had, and continues after the snapshot's advance with the paths the publisher
+// remembered.
+func (r *Replica) applySnapshot(h snapshotHeader, msgs []dataMsg, ended []core.PrimDelete) (err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer func() {
@@ -115,13 +120,29 @@ func (r *Replica) applySnapshot(h snapshotHeader, msgs []dataMsg) (err error) {
 			k.drop()
 		}
 	}()
+	keep := map[string]bool{} // prims not to revive: ended, or holding a value
+	for _, d := range ended {
+		keep[d.Path] = true
+	}
 	for i := range msgs {
+		for j, p := range msgs[i].Changes.Paths {
+			if !msgs[i].Changes.Deleted[j] {
+				keep[p] = true
+			}
+		}
+	}
+	for i := range msgs {
+		reviveHeld(&msgs[i].Changes, keep)
 		k := &knownPaths{paths: msgs[i].Changes.Paths}
 		used = append(used, k)
 		if err := r.applyColumn(&msgs[i].Changes, k); err != nil {
 			_ = r.settle()
 			return fmt.Errorf("applying the snapshot of floor %d, %s: %w", h.Ordinal, msgs[i].Changes.Attribute, err)
 		}
+	}
+	if err := r.deletePrims(ended); err != nil {
+		_ = r.settle()
+		return fmt.Errorf("applying the snapshot of floor %d, deleting prims: %w", h.Ordinal, err)
 	}
 	if err := r.settle(); err != nil {
 		return fmt.Errorf("applying the snapshot of floor %d: %w", h.Ordinal, err)
@@ -146,4 +167,29 @@ func (r *Replica) applySnapshot(h snapshotHeader, msgs []dataMsg) (err error) {
 	r.epoch, r.seq, r.applied = h.Epoch, h.Seq, h.Nanos
 	r.st.Ordinal, r.st.SnapshotOrdinal = h.Ordinal, h.Ordinal
 	return nil
+}
+
+// reviveHeld adds, for each tombstone of c on a prim not in keep, a write of a zero value at
+// the same ordinal: the primary holds such a prim (it was not deleted whole), and a tombstone
+// alone would not create it on the replica. applyColumn writes before it deletes at one
+// ordinal, so the tombstone stays the newest change.
+func reviveHeld(c *core.ColumnChanges, keep map[string]bool) {
+	if c.Tokens != nil {
+		return // no string for a zero token id; another column revives the prim
+	}
+	elem := c.DType.ElemBytes()
+	c.Values = slices.Clip(c.Values) // a view of the snapshot's bytes: append must copy
+	for i, n := 0, len(c.Paths); i < n; i++ {
+		if !c.Deleted[i] || keep[c.Paths[i]] {
+			continue
+		}
+		c.Paths = append(c.Paths, c.Paths[i])
+		c.Ordinals = append(c.Ordinals, c.Ordinals[i])
+		c.Deleted = append(c.Deleted, false)
+		if c.IsArray {
+			c.Lengths = append(c.Lengths, 0)
+		} else {
+			c.Values = append(c.Values, make([]byte, elem)...)
+		}
+	}
 }

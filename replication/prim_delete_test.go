@@ -2,6 +2,7 @@ package replication
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -76,4 +77,35 @@ func TestWholePrimDeletesReplicate(t *testing.T) {
 		require.Equal(t, heldPaths(t, s, all, o), heldPaths(t, mirror, all, o), "prims held at %d", o)
 	}
 	require.Equal(t, []string{"/A", "/C"}, heldPaths(t, mirror, all, 4))
+}
+
+// TestSnapshotCarriesPrimDeletes: a late replica that starts from a snapshot does not hold
+// the prims the primary deleted whole before it, and holds those whose every attribute was
+// deleted one by one.
+func TestSnapshotCarriesPrimDeletes(t *testing.T) {
+	s, pub := limitedPrimary(t, "endsnap", 4, 0)
+	all := []string{"/A", "/B", "/C"}
+	q := queryOf(t, s, all)
+	op, err := s.WriteAttribute(core.WriteRequest{Query: q, AttrName: "x", Ordinal: 1, Tensors: hostF32([]float32{1, 2, 3})})
+	must(t, s, op, err)
+	op, err = s.DeleteAttributes(core.DeleteRequest{Query: queryOf(t, s, []string{"/B"}), Ordinal: 2})
+	must(t, s, op, err)
+	tok, err := s.Dictionary().InternToken("x")
+	require.NoError(t, err)
+	op, err = s.DeleteAttributes(core.DeleteRequest{Query: queryOf(t, s, []string{"/A"}), Tokens: []uint64{tok}, Ordinal: 2})
+	must(t, s, op, err) // /A stays, with no value
+	for o := uint64(2); o <= 8; o++ {
+		writeAndSeal(t, s, queryOf(t, s, []string{"/C"}), o, float32(o))
+	}
+	waitFor(t, "the advances to be published", func() bool { return pub.Status().Ordinal == 8 })
+	require.NoError(t, pub.Snapshot(10*time.Second))
+	requireDropped(t, pub)
+	mirror := core.NewStage("endsnap", core.Config{})
+	t.Cleanup(mirror.Destroy)
+	rep, err := StartReplica(mirror, pub.URL(), "endsnap")
+	require.NoError(t, err)
+	t.Cleanup(rep.Close)
+	require.Equal(t, uint64(8), rep.Status().SnapshotOrdinal)
+	require.Equal(t, []string{"/A", "/C"}, heldPaths(t, s, all, 8))
+	require.Equal(t, heldPaths(t, s, all, 8), heldPaths(t, mirror, all, 8))
 }

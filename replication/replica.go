@@ -445,9 +445,9 @@ func (r *Replica) delete(c *core.ColumnChanges, ordinal uint64, idx []int) error
 	return nil
 }
 
-// deletePrims deletes whole prims at their ordinals, lowest first. They come before the
-// advance's column changes: every change the advance carries for such a prim lies at or
-// above its delete.
+// deletePrims deletes whole prims at their ordinals, lowest first. An advance's prim deletes
+// come before its column changes (every change it carries for such a prim lies at or above
+// the delete); a snapshot's after its rows (the delete is then the prim's last change).
 func (r *Replica) deletePrims(dels []core.PrimDelete) error {
 	byOrdinal := map[uint64][]string{}
 	for _, d := range dels {

@@ -10,7 +10,8 @@ import (
 
 // A snapshot (docs/replication.md, "Snapshots") is the primary's whole sealed state after one
 // advance, stored as the object snapshotObject of the stage's object store: a header message,
-// then data messages of every column's sealed rows, each record preceded by its length. A
+// then data messages of every column's sealed rows, then prims messages of the prims deleted
+// whole, each record preceded by its length. A
 // replica whose stream no longer holds the advances it lacks loads it, then reads the stream
 // from the advance after it.
 
@@ -44,6 +45,7 @@ func encodeSnapshot(h snapshotHeader, st *core.SealedState, limit int) ([]byte, 
 		}
 		parts = append(parts, ps...)
 	}
+	parts = append(parts, splitPrims(h.Epoch, h.Seq, st.PrimDeletes, limit)...)
 	h.Parts = uint32(len(parts))
 	out := appendRecord(nil, encodeSnapshotHeader(h))
 	for _, p := range parts {
@@ -99,52 +101,62 @@ func encodeSnapshotHeader(h snapshotHeader) []byte {
 	return w.b
 }
 
-// decodeSnapshot splits a snapshot object into its header and its data messages.
-func decodeSnapshot(b []byte) (snapshotHeader, []dataMsg, error) {
+// decodeSnapshot splits a snapshot object into its header, its data messages and its prim
+// deletes.
+func decodeSnapshot(b []byte) (snapshotHeader, []dataMsg, []core.PrimDelete, error) {
 	var recs [][]byte
 	for len(b) > 0 {
 		n, k := binary.Uvarint(b)
 		if k <= 0 || n > uint64(len(b)-k) {
-			return snapshotHeader{}, nil, fmt.Errorf("%w: truncated snapshot record", errCorrupt)
+			return snapshotHeader{}, nil, nil, fmt.Errorf("%w: truncated snapshot record", errCorrupt)
 		}
 		recs, b = append(recs, b[k:k+int(n)]), b[k+int(n):]
 	}
 	if len(recs) == 0 {
-		return snapshotHeader{}, nil, fmt.Errorf("%w: empty snapshot", errCorrupt)
+		return snapshotHeader{}, nil, nil, fmt.Errorf("%w: empty snapshot", errCorrupt)
 	}
 	kind, rd, err := decodeKind(recs[0])
 	if err != nil {
-		return snapshotHeader{}, nil, err
+		return snapshotHeader{}, nil, nil, err
 	}
 	if kind != kindSnapshot {
-		return snapshotHeader{}, nil, fmt.Errorf("%w: a snapshot starts with message kind %d", errCorrupt, kind)
+		return snapshotHeader{}, nil, nil, fmt.Errorf("%w: a snapshot starts with message kind %d", errCorrupt, kind)
 	}
 	h, err := decodeSnapshotHeader(rd)
 	if err != nil {
-		return h, nil, err
+		return h, nil, nil, err
 	}
 	if int(h.Parts) != len(recs)-1 {
-		return h, nil, fmt.Errorf("%w: snapshot of advance %d has %d data messages, its header says %d", errCorrupt, h.Seq, len(recs)-1, h.Parts)
+		return h, nil, nil, fmt.Errorf("%w: snapshot of advance %d has %d data messages, its header says %d", errCorrupt, h.Seq, len(recs)-1, h.Parts)
 	}
 	msgs := make([]dataMsg, 0, h.Parts)
+	var ended []core.PrimDelete
 	for _, rec := range recs[1:] {
 		kind, rd, err := decodeKind(rec)
+		if err == nil && kind == kindPrims {
+			m, err := decodePrims(rd)
+			if err != nil {
+				return h, nil, nil, err
+			}
+			ended = append(ended, m.Deletes...)
+			continue
+		}
 		if err == nil && kind != kindData {
 			err = fmt.Errorf("%w: message kind %d in a snapshot", errCorrupt, kind)
 		}
 		if err != nil {
-			return h, nil, err
+			return h, nil, nil, err
 		}
 		m, err := decodeData(rd)
 		if err != nil {
-			return h, nil, err
+			return h, nil, nil, err
 		}
 		if m.SamePaths {
-			return h, nil, fmt.Errorf("%w: a snapshot's data message refers to earlier paths", errCorrupt)
+			return h, nil, nil, fmt.Errorf("%w: a snapshot's data message refers to earlier paths", errCorrupt)
 		}
 		msgs = append(msgs, m)
 	}
-	return h, msgs, nil
+	return h, msgs, ended, nil
 }
 
 func decodeSnapshotHeader(r *reader) (snapshotHeader, error) {

@@ -36,6 +36,12 @@ def _write_random(stage: ovstage.Stage, rng: np.random.Generator, ordinal: int) 
             else:
                 rows = [rng.random(int(rng.integers(1, 5))).astype(np.float32) for _ in pick]
                 stage.write_attribute(q, attr, ordinal, rows, is_array=True).wait()
+    if ordinal > 2 and rng.random() < 0.3:  # a whole prim ends
+        with (
+            d.create_path_list_from_strings([str(rng.choice(PATHS))]) as lst,
+            stage.query_from_path_list(lst) as q,
+        ):
+            stage.delete_attributes(q, [], ordinal).wait()
     stage.advance_write_floor(ordinal).wait()
 
 

@@ -17,14 +17,14 @@ import ovstage
 import ovstage.replication
 
 sys.path.insert(0, __file__.rsplit("/helpers/", 1)[0])
-from readback import latest, read_groups
+from readback import latest, prim_paths_held, read_groups
 
 
 def snapshot(
     stage: ovstage.Stage, paths: list[str], attributes: list[str], last: int, first: int = 1
 ) -> dict[str, Any]:
-    """``latest(last)`` values per attribute, and the groups of a ``between(first, last)``
-    range read (attribute, group ordinal, tombstone flag, prims, values); with ``first > 1``
+    """``latest(last)`` values per attribute, the prims held ("held"), and the groups of a
+    ``between(first, last)`` range read (attribute, group ordinal, tombstone flag, prims, values); with ``first > 1``
     also ``latest(o)`` for every ordinal o in first..last ("at")."""
     out: dict[str, Any] = {}
     d = ovstage.PathDictionary(stage)
@@ -36,6 +36,7 @@ def snapshot(
 
         for a in attributes:
             out[a] = latest_values(a, last)
+        out["held"] = prim_paths_held(stage, q, last)
         if first > 1:
             out["at"] = {
                 str(o): {a: latest_values(a, o) for a in attributes} for o in range(first, last + 1)
