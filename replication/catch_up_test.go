@@ -13,7 +13,7 @@ import (
 )
 
 // limitedPrimary publishes a new stage through an embedded server to a stream of at most
-// maxMsgs messages, snapshotting every `every` advances.
+// maxMsgs messages (0: no limit), snapshotting every `every` advances (0: on request only).
 func limitedPrimary(t *testing.T, name string, maxMsgs int64, every int) (*core.Stage, *Publisher) {
 	t.Helper()
 	s := core.NewStage(name, core.Config{})

@@ -44,16 +44,8 @@ func heldPaths(t *testing.T, s *core.Stage, paths []string, ordinal uint64) []st
 // TestWholePrimDeletesReplicate: a prim deleted whole stops existing on the replica too; one
 // deleted and written again within one advance keeps existing.
 func TestWholePrimDeletesReplicate(t *testing.T) {
-	s := core.NewStage("ended", core.Config{})
-	t.Cleanup(s.Destroy)
-	pub, err := Publish(s, PublishOptions{})
-	require.NoError(t, err)
-	t.Cleanup(pub.Close)
-	mirror := core.NewStage("ended", core.Config{})
-	t.Cleanup(mirror.Destroy)
-	rep, err := StartReplica(mirror, pub.URL(), "ended")
-	require.NoError(t, err)
-	t.Cleanup(rep.Close)
+	s, pub := limitedPrimary(t, "ended", 0, 0)
+	mirror, _, rep := newMirror(t, pub.URL(), "ended")
 
 	all := []string{"/A", "/B", "/C"}
 	op, err := s.WriteAttribute(core.WriteRequest{Query: queryOf(t, s, all), AttrName: "x", Ordinal: 1, Tensors: hostF32([]float32{1, 2, 3})})
@@ -100,11 +92,7 @@ func TestSnapshotCarriesPrimDeletes(t *testing.T) {
 	waitFor(t, "the advances to be published", func() bool { return pub.Status().Ordinal == 8 })
 	require.NoError(t, pub.Snapshot(10*time.Second))
 	requireDropped(t, pub)
-	mirror := core.NewStage("endsnap", core.Config{})
-	t.Cleanup(mirror.Destroy)
-	rep, err := StartReplica(mirror, pub.URL(), "endsnap")
-	require.NoError(t, err)
-	t.Cleanup(rep.Close)
+	mirror, _, rep := newMirror(t, pub.URL(), "endsnap")
 	require.Equal(t, uint64(8), rep.Status().SnapshotOrdinal)
 	require.Equal(t, []string{"/A", "/C"}, heldPaths(t, s, all, 8))
 	require.Equal(t, heldPaths(t, s, all, 8), heldPaths(t, mirror, all, 8))

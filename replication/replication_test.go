@@ -75,13 +75,20 @@ func follow(t *testing.T, s *core.Stage) func(uint64) (visible, bool) {
 // mirrorOf starts a replica of name on url into a new stage, following what it seals.
 func mirrorOf(t *testing.T, url, name string) (func(uint64) (visible, bool), *Replica) {
 	t.Helper()
+	_, seen, rep := newMirror(t, url, name)
+	return seen, rep
+}
+
+// newMirror is mirrorOf with the replica's stage.
+func newMirror(t *testing.T, url, name string) (*core.Stage, func(uint64) (visible, bool), *Replica) {
+	t.Helper()
 	mirror := core.NewStage(name, core.Config{})
 	t.Cleanup(mirror.Destroy)
 	seen := follow(t, mirror)
 	rep, err := StartReplica(mirror, url, name)
 	require.NoError(t, err)
 	t.Cleanup(rep.Close) // before the stage's Destroy (cleanups run last first)
-	return seen, rep
+	return mirror, seen, rep
 }
 
 func hostF32(vals []float32) []tensor.Tensor {

@@ -40,18 +40,9 @@ func stringsOf(t *testing.T, s *core.Stage, b string) []string {
 // TestTokenBuiltinsReplicate: prim types and applied schemas arrive as the same strings,
 // held as the replica's own token ids (which differ from the primary's here).
 func TestTokenBuiltinsReplicate(t *testing.T) {
-	s := core.NewStage("typed", core.Config{})
-	t.Cleanup(s.Destroy)
+	s, pub := limitedPrimary(t, "typed", 0, 0)
 	tokensOf(t, s, "pad0", "pad1", "pad2") // the primary's ids are not the replica's
-	pub, err := Publish(s, PublishOptions{})
-	require.NoError(t, err)
-	t.Cleanup(pub.Close)
-	mirror := core.NewStage("typed", core.Config{})
-	t.Cleanup(mirror.Destroy)
-	seen := follow(t, mirror)
-	rep, err := StartReplica(mirror, pub.URL(), "typed")
-	require.NoError(t, err)
-	t.Cleanup(rep.Close)
+	mirror, seen, rep := newMirror(t, pub.URL(), "typed")
 
 	types := tokensOf(t, s, "Mesh", "Xform")
 	op, err := s.WriteAttribute(core.WriteRequest{Query: queryOf(t, s, []string{"/A", "/B"}), AttrName: core.BuiltinPrimType, Ordinal: 1,

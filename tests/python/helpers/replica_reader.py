@@ -24,8 +24,9 @@ def snapshot(
     stage: ovstage.Stage, paths: list[str], attributes: list[str], last: int, first: int = 1
 ) -> dict[str, Any]:
     """``latest(last)`` values per attribute, the prims held ("held"), and the groups of a
-    ``between(first, last)`` range read (attribute, group ordinal, tombstone flag, prims, values); with ``first > 1``
-    also ``latest(o)`` for every ordinal o in first..last ("at")."""
+    ``between(first, last)`` range read (attribute, group ordinal, tombstone flag, prims,
+    values); with ``first > 1`` also ``latest(o)`` for every ordinal o in first..last
+    ("at")."""
     out: dict[str, Any] = {}
     d = ovstage.PathDictionary(stage)
     with d.create_path_list_from_strings(paths) as lst, stage.query_from_path_list(lst) as q:
