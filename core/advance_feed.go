@@ -1,8 +1,11 @@
 package core
 
 import (
+	"encoding/binary"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ovstage-go/ovstage/core/column"
 
@@ -33,6 +36,9 @@ type ColumnChanges struct {
 	// DType.ElemBytes() bytes each, or array rows of Lengths[k] elements each.
 	Values  []byte
 	Lengths []int64
+	// Tokens holds, for a token-valued built-in (prim type, applied schemas, ancestor
+	// types), the string of each token id in Values, in order: the ids are this stage's.
+	Tokens []string
 }
 
 // SealedAdvance is one applied floor advance and what it sealed.
@@ -43,6 +49,55 @@ type SealedAdvance struct {
 	Global     bool
 	Attributes []string
 	Columns    []ColumnChanges
+	// PrimDeletes are the whole prims deleted at ordinals the advance sealed and not written
+	// again after (within it): a replica deletes them whole, at that ordinal.
+	PrimDeletes []PrimDelete
+	// State is the whole sealed state after the advance, when one was asked for
+	// (RequestSealedState); nil otherwise.
+	State *SealedState
+}
+
+// PrimDelete is one whole-prim delete an advance sealed.
+type PrimDelete struct {
+	Path    string
+	Ordinal uint64
+}
+
+// primsEnded is a whole-prim delete entry of the history: its prims and ordinal.
+type primsEnded struct {
+	prims   []uint64
+	ordinal uint64
+}
+
+// primDeletesSealedBy lists the whole-prim deletes adv will seal: those above the global
+// floor and at or below the one adv raises it to (the history drops them once sealed).
+func (s *Stage) primDeletesSealedBy(adv floorAdvance) []primsEnded {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	target := s.floors.global
+	if adv.global {
+		target = max(target, adv.ordinal)
+	}
+	var out []primsEnded
+	for _, e := range s.history.entries {
+		if e.kind == historyPrimDelete && e.ordinal > s.floors.global && e.ordinal <= target {
+			out = append(out, primsEnded{prims: e.prims, ordinal: e.ordinal})
+		}
+	}
+	return out
+}
+
+// SealedState is a stage's whole sealed state at one advance: every sealed row of every
+// column (its newest change's ordinal, value or tombstone; Exact false where change records
+// were coalesced, every row then at the column's floor), and the floors that sealed it.
+type SealedState struct {
+	GlobalFloor uint64
+	// Floors holds each attribute's effective floor where it is above GlobalFloor.
+	Floors  map[string]uint64
+	Columns []ColumnChanges
+	// PrimDeletes are the prims whose every sealed row is a tombstone and that the stage no
+	// longer holds: deleted whole, at their newest tombstone.
+	PrimDeletes []PrimDelete
 }
 
 // advanceFeed is a stage's observer. mu serializes the advances while one is attached:
@@ -54,6 +109,8 @@ type advanceFeed struct {
 	// paths caches each column's path strings by row: the same prims change advance after
 	// advance, and building a path string costs more than copying its value.
 	paths map[*column.Column]*rowPaths
+	// wantState: the next advance also reports the whole sealed state (RequestSealedState).
+	wantState atomic.Bool
 }
 
 // noPrim marks a row of the path cache not filled yet.
@@ -82,9 +139,20 @@ func (s *Stage) ObserveAdvances(fn func(SealedAdvance)) (detach func(), err erro
 	return func() { s.feed.CompareAndSwap(f, nil) }, nil
 }
 
+// RequestSealedState makes the next floor advance's report carry the stage's whole sealed
+// state (SealedAdvance.State): replication's snapshots. The copy runs inside that advance.
+func (s *Stage) RequestSealedState() error {
+	f := s.feed.Load()
+	if f == nil {
+		return status.Errorf(status.InvalidArgument, "%s has no advance observer to report a sealed state to", s.label())
+	}
+	f.wantState.Store(true)
+	return nil
+}
+
 // report collects what work sealed and hands it to the feed; a panic in the observer is
 // logged, never the advance's failure.
-func (f *advanceFeed) report(s *Stage, adv floorAdvance, work []sealWork) {
+func (f *advanceFeed) report(s *Stage, adv floorAdvance, work []sealWork, ended []primsEnded) {
 	defer func() {
 		if r := recover(); r != nil {
 			logbus.Logf(logbus.Error, logbus.ChannelInternal, "%s: advance observer panicked at floor %d: %v", s.label(), adv.ordinal, r)
@@ -99,16 +167,103 @@ func (f *advanceFeed) report(s *Stage, adv floorAdvance, work []sealWork) {
 			continue // this column's floor did not move
 		}
 		name := s.tokenName(w.attr)
-		if isDerived(name) || isTokenBuiltin(name) {
-			// Derived built-ins are derived again by the replica; the token-valued ones hold
-			// token ids of this stage's dictionary, meaningless in another (docs/replication.md).
-			continue
+		if isDerived(name) {
+			continue // derived again by the replica (docs/replication.md)
 		}
 		if cc, ok := f.collectColumn(s, name, w); ok {
 			out.Columns = append(out.Columns, cc)
 		}
 	}
+	out.PrimDeletes = primDeletes(s, ended, out.Columns)
+	if f.wantState.Swap(false) {
+		out.State = f.collectState(s, work)
+	}
 	f.fn(out)
+}
+
+// primDeletes lists each ended prim once, at its newest delete, leaving out prims a change
+// of cols writes again (every change of a deleted prim lies at or above its delete).
+func primDeletes(s *Stage, ended []primsEnded, cols []ColumnChanges) []PrimDelete {
+	if len(ended) == 0 {
+		return nil
+	}
+	at := map[uint64]uint64{}
+	for _, e := range ended {
+		for _, p := range e.prims {
+			at[p] = max(at[p], e.ordinal)
+		}
+	}
+	written := map[string]bool{}
+	for _, c := range cols {
+		for i, p := range c.Paths {
+			if !c.Deleted[i] {
+				written[p] = true
+			}
+		}
+	}
+	var out []PrimDelete
+	for p, o := range at {
+		if path := s.pathName(p); !written[path] {
+			out = append(out, PrimDelete{Path: path, Ordinal: o})
+		}
+	}
+	slices.SortFunc(out, func(a, b PrimDelete) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+// collectState copies every column's whole sealed state, and the floors.
+func (f *advanceFeed) collectState(s *Stage, work []sealWork) *SealedState {
+	st := &SealedState{Floors: map[string]uint64{}}
+	s.mu.Lock()
+	st.GlobalFloor = s.floors.global
+	s.mu.Unlock()
+	for _, w := range work {
+		name := s.tokenName(w.attr)
+		if w.floor == 0 || isDerived(name) {
+			continue
+		}
+		if w.floor > st.GlobalFloor {
+			st.Floors[name] = w.floor
+		}
+		w.from = 0 // every change up to the floor
+		if cc, ok := f.collectColumn(s, name, w); ok {
+			st.Columns = append(st.Columns, cc)
+		}
+	}
+	st.PrimDeletes = endedPrims(s, st.Columns)
+	return st
+}
+
+// endedPrims lists the prims cols hold only tombstones of that s no longer holds, each at its
+// newest tombstone.
+func endedPrims(s *Stage, cols []ColumnChanges) []PrimDelete {
+	at := map[string]uint64{}
+	written := map[string]bool{}
+	for _, c := range cols {
+		for i, p := range c.Paths {
+			if c.Deleted[i] {
+				at[p] = max(at[p], c.Ordinals[i])
+			} else {
+				written[p] = true
+			}
+		}
+	}
+	ids := map[string]uint64{}
+	for p := range at {
+		if id, err := s.dict.InternPath(p); err == nil && !written[p] { // interned already: a column's row
+			ids[p] = id
+		}
+	}
+	var out []PrimDelete
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p, id := range ids {
+		if !s.prims.has(id) {
+			out = append(out, PrimDelete{Path: p, Ordinal: at[p]})
+		}
+	}
+	slices.SortFunc(out, func(a, b PrimDelete) int { return strings.Compare(a.Path, b.Path) })
+	return out
 }
 
 // collectColumn copies one column's sealed changes in (w.from, w.floor].
@@ -118,6 +273,12 @@ func (f *advanceFeed) collectColumn(s *Stage, name string, w sealWork) (ColumnCh
 	cc := ColumnChanges{Attribute: name, IsArray: sc.IsArray, DType: sc.DType, Semantic: sc.Semantic, Exact: exact,
 		Ordinals: rows.Ordinals, Deleted: rows.Deleted, Values: rows.Values, Lengths: rows.Lengths}
 	cc.Paths = f.pathsOf(s, w.col, rows.Rows, rows.Prims)
+	if isTokenBuiltin(name) {
+		cc.Tokens = make([]string, len(cc.Values)/8)
+		for i := range cc.Tokens {
+			cc.Tokens[i] = s.tokenName(binary.LittleEndian.Uint64(cc.Values[8*i:]))
+		}
+	}
 	return cc, len(cc.Paths) > 0
 }
 

@@ -91,9 +91,9 @@ func TestAdvanceFeedFallsBackToTheWholeColumn(t *testing.T) {
 	require.Equal(t, f32s(n, 0, 0), c.Values)
 }
 
-// TestAdvanceFeedLeavesOutTokenBuiltins: prim types are token ids of this stage's
-// dictionary, so the feed does not report them.
-func TestAdvanceFeedLeavesOutTokenBuiltins(t *testing.T) {
+// TestAdvanceFeedNamesTokenBuiltins: prim types are token ids of this stage's dictionary, so
+// the feed reports each id's string with them.
+func TestAdvanceFeedNamesTokenBuiltins(t *testing.T) {
 	f := newFixture(t)
 	var got []SealedAdvance
 	_, err := f.s.ObserveAdvances(func(a SealedAdvance) { got = append(got, a) })
@@ -108,6 +108,58 @@ func TestAdvanceFeedLeavesOutTokenBuiltins(t *testing.T) {
 	f.wait(must(f.write(1, []float32{1, 2, 3})))
 	f.seal(1)
 	require.Len(t, got, 1)
-	require.Len(t, got[0].Columns, 1)
-	require.Equal(t, "temperature", got[0].Columns[0].Attribute)
+	require.Len(t, got[0].Columns, 2)
+	for _, c := range got[0].Columns {
+		if c.Attribute == BuiltinPrimType {
+			require.Equal(t, []string{"Mesh", "Mesh", "Mesh"}, c.Tokens)
+		} else {
+			require.Equal(t, "temperature", c.Attribute)
+			require.Nil(t, c.Tokens)
+		}
+	}
+}
+
+// TestAdvanceFeedSealedState: after RequestSealedState the next advance (only) carries every
+// sealed row, also the ones it did not change, and the floors; without an observer the
+// request is refused.
+func TestAdvanceFeedSealedState(t *testing.T) {
+	f := newFixture(t)
+	require.ErrorContains(t, f.s.RequestSealedState(), "no advance observer")
+	var got []SealedAdvance
+	_, err := f.s.ObserveAdvances(func(a SealedAdvance) { got = append(got, a) })
+	require.NoError(t, err)
+	f.wait(must(f.write(1, []float32{1, 2, 3})))
+	f.seal(1)
+	require.NoError(t, f.s.RequestSealedState())
+	f.seal(2) // changes nothing
+	f.seal(3)
+	require.Len(t, got, 3)
+	require.Nil(t, got[0].State)
+	require.Nil(t, got[2].State)
+	st := got[1].State
+	require.NotNil(t, st)
+	require.Empty(t, got[1].Columns)
+	require.Equal(t, uint64(2), st.GlobalFloor)
+	require.Len(t, st.Columns, 1)
+	require.Equal(t, []string{"/World/A", "/World/B", "/World/C"}, st.Columns[0].Paths)
+	require.Equal(t, []uint64{1, 1, 1}, st.Columns[0].Ordinals)
+}
+
+// TestAdvanceFeedPrimDeletes: a whole-prim delete is reported once its ordinal is sealed (at
+// its newest delete), and not for a prim written again within the same advance.
+func TestAdvanceFeedPrimDeletes(t *testing.T) {
+	f := newFixture(t)
+	var got []SealedAdvance
+	_, err := f.s.ObserveAdvances(func(a SealedAdvance) { got = append(got, a) })
+	require.NoError(t, err)
+	f.wait(must(f.write(1, []float32{1, 2, 3})))
+	f.seal(1)
+	f.wait(must(f.s.DeleteAttributes(DeleteRequest{Query: f.queryOf("/World/A", "/World/B"), Ordinal: 2})))
+	f.wait(must(f.s.DeleteAttributes(DeleteRequest{Query: f.queryOf("/World/B"), Ordinal: 3})))
+	f.wait(must(f.s.WriteAttribute(WriteRequest{Query: f.queryOf("/World/A"), AttrToken: f.attr, Ordinal: 4,
+		Tensors: []tensor.Tensor{f32Tensor([]float32{7})}})))
+	f.seal(4)
+	require.Len(t, got, 2)
+	require.Empty(t, got[0].PrimDeletes)
+	require.Equal(t, []PrimDelete{{Path: "/World/B", Ordinal: 3}}, got[1].PrimDeletes)
 }

@@ -119,9 +119,11 @@ func (s *Stage) AdvanceWriteFloor(ordinal uint64, scope Scope, attrs []uint64) (
 // observer sees each one's sealed changes.
 func (s *Stage) applyFloor(adv floorAdvance) error {
 	feed := s.feed.Load()
+	var ended []primsEnded
 	if feed != nil {
 		feed.mu.Lock()
 		defer feed.mu.Unlock()
+		ended = s.primDeletesSealedBy(adv) // before raiseFloors prunes them from the history
 	}
 	work := s.raiseFloors(adv)
 	for _, w := range work {
@@ -131,7 +133,7 @@ func (s *Stage) applyFloor(adv floorAdvance) error {
 	}
 	s.trimVersions()
 	if feed != nil {
-		feed.report(s, adv, work)
+		feed.report(s, adv, work, ended)
 	}
 	return nil
 }

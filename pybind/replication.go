@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ovstage-go/ovstage/core"
 	"github.com/ovstage-go/ovstage/core/status"
@@ -37,14 +38,23 @@ func (t *table[T]) add(v T) uint64 {
 	return id
 }
 
+// get is the live id's value.
+func (t *table[T]) get(id uint64) (T, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	v, ok := t.m[id]
+	if !ok {
+		return v, errClosed(t.what, id)
+	}
+	return v, nil
+}
+
 // statusJSON is the JSON of status(v) for a live id.
 func statusJSON[T interface{ Close() }, S any](t *table[T], id uint64, status func(T) S) (string, error) {
 	return call(func() (string, error) {
-		t.mu.Lock()
-		v, ok := t.m[id]
-		t.mu.Unlock()
-		if !ok {
-			return "", errClosed(t.what, id)
+		v, err := t.get(id)
+		if err != nil {
+			return "", err
 		}
 		b, err := json.Marshal(status(v))
 		if err != nil {
@@ -81,11 +91,15 @@ func replErr(err error) error {
 }
 
 // StartPublisher publishes the stage's floor advances (replication.Publish); url "" starts
-// an embedded server storing in storageDir ("": a temporary directory).
-func StartPublisher(stageID uint64, url, storageDir, name string, queue int, takeover bool) (uint64, error) {
+// an embedded server storing in storageDir ("": a temporary directory). maxMsgs, maxBytes
+// and maxAgeSeconds limit the stream (0: no limit); snapshotEvery: a snapshot every this
+// many advances (0: on request only).
+func StartPublisher(stageID uint64, url, storageDir, name string, queue int, takeover bool,
+	maxMsgs, maxBytes int64, maxAgeSeconds float64, snapshotEvery int) (uint64, error) {
 	return withStage(stageID, func(s *core.Stage) (uint64, error) {
 		p, err := replication.Publish(s, replication.PublishOptions{URL: url, StorageDir: storageDir,
-			Name: name, Queue: queue, Takeover: takeover})
+			Name: name, Queue: queue, Takeover: takeover, MaxMsgs: maxMsgs, MaxBytes: maxBytes,
+			MaxAge: time.Duration(maxAgeSeconds * float64(time.Second)), SnapshotEvery: snapshotEvery})
 		if err != nil {
 			return 0, replErr(err)
 		}
@@ -96,6 +110,21 @@ func StartPublisher(stageID uint64, url, storageDir, name string, queue int, tak
 // PublisherStatus is the publisher's status as JSON.
 func PublisherStatus(id uint64) (string, error) {
 	return statusJSON(publishers, id, (*replication.Publisher).Status)
+}
+
+// SnapshotPublisher stores a snapshot of the published stage's sealed state now
+// (Publisher.Snapshot), waiting at most timeoutSeconds.
+func SnapshotPublisher(id uint64, timeoutSeconds float64) (int, error) {
+	return call(func() (int, error) {
+		p, err := publishers.get(id)
+		if err != nil {
+			return 0, err
+		}
+		if err := p.Snapshot(time.Duration(timeoutSeconds * float64(time.Second))); err != nil {
+			return 0, status.Errorf(status.Internal, "%v", err)
+		}
+		return 1, nil
+	})
 }
 
 // ClosePublisher closes a publisher (a closed or unknown id is a no-op returning 0).

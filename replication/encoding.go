@@ -16,9 +16,10 @@ import (
 
 const (
 	magic      = "OVSR"
-	version    = 1
+	version    = 2
 	kindData   = 1
 	kindFloor  = 2
+	kindPrims  = 4 // whole-prim deletes (kindSnapshot = 3 is snapshot.go's)
 	headerSize = len(magic) + 2
 )
 
@@ -70,6 +71,41 @@ func newWriter(kind uint8, size int) *writer {
 	return w
 }
 
+// primsMsg is one part of an advance's whole-prim deletes.
+type primsMsg struct {
+	Epoch   string
+	Seq     uint64
+	Deletes []core.PrimDelete
+}
+
+// encodePrims encodes a prims message.
+func encodePrims(m primsMsg) []byte {
+	w := newWriter(kindPrims, 64+16*len(m.Deletes))
+	w.str(m.Epoch)
+	w.uv(m.Seq)
+	w.uv(uint64(len(m.Deletes)))
+	prev := ""
+	for _, d := range m.Deletes {
+		prev = w.frontCoded(prev, d.Path)
+		w.uv(d.Ordinal)
+	}
+	return w.b
+}
+
+func decodePrims(r *reader) (primsMsg, error) {
+	m := primsMsg{Epoch: r.str("epoch"), Seq: r.uv("seq")}
+	n := r.count(3, "prim count")
+	m.Deletes = make([]core.PrimDelete, 0, n)
+	prev := ""
+	for range n {
+		if prev = r.frontCoded(prev); r.err != nil {
+			break
+		}
+		m.Deletes = append(m.Deletes, core.PrimDelete{Path: prev, Ordinal: r.uv("ordinal")})
+	}
+	return m, r.end()
+}
+
 // encodeFloor encodes a floor message.
 func encodeFloor(m floorMsg) []byte {
 	w := newWriter(kindFloor, 64)
@@ -102,15 +138,12 @@ func encodeData(epoch string, seq uint64, part int, samePaths bool, c *core.Colu
 	w.uv(uint64(c.DType.Lanes))
 	w.uv(uint64(uint32(c.Semantic)))
 	w.bool(c.Exact)
+	w.bool(c.Tokens != nil)
 	w.uv(uint64(hi - lo))
 	prev := ""
 	for i := lo; i < hi; i++ {
 		if !samePaths {
-			p := c.Paths[i]
-			shared := commonPrefix(prev, p)
-			w.uv(uint64(shared))
-			w.str(p[shared:])
-			prev = p
+			prev = w.frontCoded(prev, c.Paths[i])
 		}
 		w.uv(c.Ordinals[i])
 		w.bool(c.Deleted[i])
@@ -122,7 +155,21 @@ func encodeData(epoch string, seq uint64, part int, samePaths bool, c *core.Colu
 	}
 	w.uv(uint64(valueHi - valueLo))
 	w.b = append(w.b, c.Values[valueLo:valueHi]...)
+	if c.Tokens != nil { // one string per 8-byte token id of the values
+		for _, t := range c.Tokens[valueLo/8 : valueHi/8] {
+			w.str(t)
+		}
+	}
 	return w.b
+}
+
+// frontCoded writes p as the length of its prefix shared with prev and the rest; p is the
+// next call's prev.
+func (w *writer) frontCoded(prev, p string) string {
+	shared := commonPrefix(prev, p)
+	w.uv(uint64(shared))
+	w.str(p[shared:])
+	return p
 }
 
 func commonPrefix(a, b string) int {
@@ -188,6 +235,16 @@ func (r *reader) bytes(n uint64, what string) []byte {
 	return v
 }
 
+// frontCoded reads a path written by writer.frontCoded after prev.
+func (r *reader) frontCoded(prev string) string {
+	shared := r.uv("path prefix")
+	if shared > uint64(len(prev)) {
+		r.fail("path prefix")
+		return ""
+	}
+	return prev[:shared] + r.str("path")
+}
+
 func (r *reader) str(what string) string { return string(r.bytes(r.uv(what), what)) }
 func (r *reader) bool(what string) bool  { return r.u8(what) != 0 }
 
@@ -233,6 +290,7 @@ func decodeData(r *reader) (dataMsg, error) {
 	c.DType.Lanes = uint16(r.uv("lanes"))
 	c.Semantic = int32(uint32(r.uv("semantic")))
 	c.Exact = r.bool("exact")
+	tokens := r.bool("tokens")
 	n := r.count(2, "entry count")
 	c.Ordinals, c.Deleted = make([]uint64, 0, n), make([]bool, 0, n)
 	if !m.SamePaths {
@@ -242,12 +300,9 @@ func decodeData(r *reader) (dataMsg, error) {
 	written := 0
 	for range n {
 		if !m.SamePaths {
-			shared := r.uv("path prefix")
-			if shared > uint64(len(prev)) {
-				r.fail("path prefix")
+			if prev = r.frontCoded(prev); r.err != nil {
 				break
 			}
-			prev = prev[:shared] + r.str("path")
 			c.Paths = append(c.Paths, prev)
 		}
 		c.Ordinals = append(c.Ordinals, r.uv("ordinal"))
@@ -274,6 +329,15 @@ func decodeData(r *reader) (dataMsg, error) {
 		return m, fmt.Errorf("%w: %d value bytes for %d entries of %s (%d expected)", errCorrupt, vlen, written, c.DType, total)
 	}
 	c.Values = r.bytes(vlen, "values")
+	if tokens {
+		if c.DType.ElemBytes()%8 != 0 {
+			return m, fmt.Errorf("%w: token strings for %s values", errCorrupt, c.DType)
+		}
+		c.Tokens = make([]string, 0, min(vlen/8, uint64(len(r.b))))
+		for range vlen / 8 {
+			c.Tokens = append(c.Tokens, r.str("token"))
+		}
+	}
 	return m, r.end()
 }
 

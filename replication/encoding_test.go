@@ -96,7 +96,9 @@ func TestNames(t *testing.T) {
 	n, err := namesOf("sim_1")
 	require.NoError(t, err)
 	require.Equal(t, "OVSTAGE_sim_1", n.stream)
-	require.Equal(t, "ovstage.sim_1.>", n.all())
+	require.Equal(t, "ovstage.sim_1.data", n.data)
+	require.Equal(t, "OVSTAGE-OWNER_sim_1", n.ownerStream)
+	require.Equal(t, "OVSTAGE-SNAP_sim_1", n.snapshots)
 	for _, bad := range []string{"", "a.b", "a b", "a*", "a>"} {
 		_, err := namesOf(bad)
 		require.Error(t, err, bad)

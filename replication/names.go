@@ -2,14 +2,16 @@ package replication
 
 import (
 	"fmt"
-	"strings"
 )
 
 // names are the JetStream names of one replicated stage (docs/replication.md, "Names"): the
-// stream OVSTAGE_<name> holds the subjects ovstage.<name>.data (column changes),
-// ovstage.<name>.floor (advances) and ovstage.<name>.owner (the publisher's claim).
+// stream OVSTAGE_<name> holds the subjects ovstage.<name>.data (column changes) and
+// ovstage.<name>.floor (advances); the stream OVSTAGE-OWNER_<name> holds
+// ovstage.<name>.owner (the publisher's claim, apart so that the data stream's limits never
+// drop it); the object store OVSTAGE-SNAP_<name> the newest snapshot. No stage name makes
+// one stage's names another's: '_' follows the prefixes.
 type names struct {
-	stage, stream, data, floor, owner string
+	stage, stream, ownerStream, snapshots, data, floor, owner string
 }
 
 // maxNameLen keeps the stream name well inside JetStream's limits.
@@ -29,8 +31,6 @@ func namesOf(stage string) (names, error) {
 		}
 	}
 	base := "ovstage." + stage + "."
-	return names{stage: stage, stream: "OVSTAGE_" + stage, data: base + "data", floor: base + "floor", owner: base + "owner"}, nil
+	return names{stage: stage, stream: "OVSTAGE_" + stage, ownerStream: "OVSTAGE-OWNER_" + stage,
+		snapshots: "OVSTAGE-SNAP_" + stage, data: base + "data", floor: base + "floor", owner: base + "owner"}, nil
 }
-
-// all is the stream's subject filter.
-func (n names) all() string { return strings.TrimSuffix(n.data, "data") + ">" }

@@ -29,6 +29,15 @@ type PublishOptions struct {
 	Queue int
 	// Takeover replaces another publisher's claim on the name (one that crashed).
 	Takeover bool
+	// Stream limits (0: none): the stream drops its oldest messages beyond this many
+	// messages, bytes, or this age. A replica that lacks dropped advances starts from the
+	// newest snapshot (docs/replication.md, "Snapshots").
+	MaxMsgs  int64
+	MaxBytes int64
+	MaxAge   time.Duration
+	// SnapshotEvery publishes a snapshot of the sealed state every this many advances
+	// (0: only when Snapshot is called).
+	SnapshotEvery int
 }
 
 // PublisherStatus is a snapshot of a publisher's progress.
@@ -42,7 +51,10 @@ type PublisherStatus struct {
 	SealedOrdinal uint64 `json:"sealed_ordinal"` // floor of the newest advance observed
 	Bytes         uint64 `json:"bytes"`          // sealed payload bytes published
 	Dropped       uint64 `json:"dropped"`        // advances dropped on a full queue
-	LastError     string `json:"last_error"`
+	// Snapshots stored, and the floor of the newest one's advance.
+	Snapshots       uint64 `json:"snapshots"`
+	SnapshotOrdinal uint64 `json:"snapshot_ordinal"`
+	LastError       string `json:"last_error"`
 }
 
 // queued is one observed advance waiting for the publishing goroutine.
@@ -55,22 +67,32 @@ type queued struct {
 // Publisher sends what each floor advance of one stage seals to the stream of its name.
 type Publisher struct {
 	n      names
+	stage  *core.Stage
 	emb    *Embedded
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	stream jetstream.Stream
+	owners jetstream.Stream      // the stream of the name's claim
+	snaps  jetstream.ObjectStore // the newest snapshot
 	epoch  string
 	limit  int
+	every  int // SnapshotEvery
 	detach func()
 	queue  chan queued
 	memo   pathMemo // used by the publishing goroutine only
-	// claimSeq is the stream sequence of this publisher's claim, the last one before its
-	// first message.
-	claimSeq uint64
+	// startSeq is the stream's last sequence when this publisher started, the one before
+	// its first message.
+	startSeq uint64
+	// pendingSnap holds the newest snapshot waiting to be stored (one at most: a newer one
+	// replaces it); snapDone is closed when the storing goroutine stopped.
+	pendingSnap chan snapshotJob
+	snapDone    chan struct{}
 
 	mu  sync.Mutex
 	st  PublisherStatus
 	seq uint64 // advances observed (each gets the next number, dropped ones too)
+	// snapSeq is the advance of the newest stored snapshot.
+	snapSeq uint64
 
 	flush     time.Duration // how long Close keeps publishing (closeFlush; shorter in tests)
 	closing   chan struct{} // closed by Close: publish what is queued, then stop
@@ -95,10 +117,13 @@ func Publish(s *core.Stage, opt PublishOptions) (_ *Publisher, err error) {
 	if opt.Queue < 0 {
 		return nil, fmt.Errorf("queue %d is negative", opt.Queue)
 	}
+	if opt.MaxMsgs < 0 || opt.MaxBytes < 0 || opt.MaxAge < 0 || opt.SnapshotEvery < 0 {
+		return nil, fmt.Errorf("max_msgs %d, max_bytes %d, max_age %s, snapshot_every %d: none may be negative", opt.MaxMsgs, opt.MaxBytes, opt.MaxAge, opt.SnapshotEvery)
+	}
 	if opt.Queue == 0 {
 		opt.Queue = 64
 	}
-	p := &Publisher{n: n, flush: closeFlush, memo: pathMemo{}, queue: make(chan queued, opt.Queue), closing: make(chan struct{}), abort: make(chan struct{}), done: make(chan struct{})}
+	p := &Publisher{n: n, stage: s, every: opt.SnapshotEvery, pendingSnap: make(chan snapshotJob, 1), snapDone: make(chan struct{}), flush: closeFlush, memo: pathMemo{}, queue: make(chan queued, opt.Queue), closing: make(chan struct{}), abort: make(chan struct{}), done: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			p.release()
@@ -121,20 +146,54 @@ func Publish(s *core.Stage, opt PublishOptions) (_ *Publisher, err error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p.stream, err = p.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: n.stream,
-		Subjects: []string{n.all()}, Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute})
-	if err != nil {
-		return nil, fmt.Errorf("creating stream %s on %s (is JetStream enabled?): %w", n.stream, p.st.URL, err)
+	if err := p.createStreams(ctx, opt); err != nil {
+		return nil, err
 	}
 	if err := p.claim(ctx, opt.Takeover); err != nil {
 		return nil, err
 	}
+	info, err := p.stream.Info(ctx)
+	if err != nil {
+		p.unclaim()
+		return nil, fmt.Errorf("stream %s on %s: %w", n.stream, p.st.URL, err)
+	}
+	p.startSeq = info.State.LastSeq
 	if p.detach, err = s.ObserveAdvances(p.observe); err != nil {
 		p.unclaim()
 		return nil, err
 	}
 	go p.run()
+	go p.storeSnapshots()
 	return p, nil
+}
+
+// createStreams creates (or updates) the data stream with its limits, the claim's stream and
+// the snapshot store.
+func (p *Publisher) createStreams(ctx context.Context, opt PublishOptions) (err error) {
+	p.stream, err = p.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: p.n.stream,
+		Subjects: []string{p.n.data, p.n.floor}, Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute,
+		MaxMsgs: limitOrNone(opt.MaxMsgs), MaxBytes: limitOrNone(opt.MaxBytes), MaxAge: opt.MaxAge})
+	if err != nil {
+		return fmt.Errorf("creating stream %s on %s (is JetStream enabled?): %w", p.n.stream, p.st.URL, err)
+	}
+	p.owners, err = p.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: p.n.ownerStream,
+		Subjects: []string{p.n.owner}, Storage: jetstream.FileStorage})
+	if err != nil {
+		return fmt.Errorf("creating stream %s on %s: %w", p.n.ownerStream, p.st.URL, err)
+	}
+	p.snaps, err = p.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: p.n.snapshots, Storage: jetstream.FileStorage})
+	if err != nil {
+		return fmt.Errorf("creating object store %s on %s: %w", p.n.snapshots, p.st.URL, err)
+	}
+	return nil
+}
+
+// limitOrNone maps 0 (no limit) to JetStream's -1.
+func limitOrNone(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // newEpoch names one publisher incarnation: replicas tell a restarted publisher's advance
@@ -150,11 +209,11 @@ func newEpoch() string {
 func (p *Publisher) claim(ctx context.Context, takeover bool) error {
 	p.epoch = newEpoch()
 	if takeover {
-		if err := p.stream.Purge(ctx, jetstream.WithPurgeSubject(p.n.owner)); err != nil {
+		if err := p.owners.Purge(ctx); err != nil {
 			return fmt.Errorf("taking over stream %s: %w", p.n.stream, err)
 		}
 	}
-	ack, err := p.js.Publish(ctx, p.n.owner, []byte(p.epoch), jetstream.WithExpectLastSequencePerSubject(0))
+	_, err := p.js.Publish(ctx, p.n.owner, []byte(p.epoch), jetstream.WithExpectLastSequencePerSubject(0))
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
@@ -163,7 +222,6 @@ func (p *Publisher) claim(ctx context.Context, takeover bool) error {
 	if err != nil {
 		return fmt.Errorf("claiming stage name %q on %s: %w", p.n.stage, p.st.URL, err)
 	}
-	p.claimSeq = ack.Sequence
 	return nil
 }
 
@@ -172,7 +230,7 @@ func (p *Publisher) claim(ctx context.Context, takeover bool) error {
 func (p *Publisher) unclaim() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_ = p.stream.Purge(ctx, jetstream.WithPurgeSubject(p.n.owner))
+	_ = p.owners.Purge(ctx)
 }
 
 // observe runs in the stage's advance op: it queues the advance without waiting.
@@ -181,6 +239,9 @@ func (p *Publisher) observe(adv core.SealedAdvance) {
 	defer p.mu.Unlock()
 	p.seq++
 	p.st.SealedOrdinal = adv.Ordinal
+	if p.every > 0 && (p.seq+1)%uint64(p.every) == 0 {
+		_ = p.stage.RequestSealedState() // the next advance carries the state to snapshot
+	}
 	select {
 	case p.queue <- queued{seq: p.seq, nanos: time.Now().UnixNano(), adv: adv}:
 	default:
@@ -237,7 +298,7 @@ func (p *Publisher) run() {
 			p.setError(fmt.Sprintf("publisher stopped: internal panic: %v", r))
 		}
 	}()
-	w := &window{last: p.claimSeq}
+	w := &window{last: p.startSeq}
 	closing, closed := false, p.closing
 	for {
 		// While the server is away the window takes no more: the queue fills and the
@@ -327,6 +388,9 @@ func (p *Publisher) send(w *window, q queued) bool {
 	if err != nil {
 		p.setError(err.Error())
 		return true
+	}
+	if q.adv.State != nil { // after encode: the memo is the one after this advance
+		p.queueSnapshot(q)
 	}
 	for i, m := range msgs {
 		f := flight{m: m}
@@ -429,6 +493,9 @@ type message struct {
 func (p *Publisher) encode(q queued) ([]message, int, error) {
 	var msgs []message
 	bytes := 0
+	for _, part := range splitPrims(p.epoch, q.seq, q.adv.PrimDeletes, p.limit) { // first: see Replica
+		msgs = append(msgs, message{subject: p.n.data, id: fmt.Sprintf("%s.%d.%d", p.epoch, q.seq, len(msgs)), data: part})
+	}
 	for i := range q.adv.Columns {
 		c := &q.adv.Columns[i]
 		parts, err := splitColumn(p.epoch, q.seq, c, p.limit, p.memo)
@@ -465,6 +532,23 @@ func (m pathMemo) same(key memoKey, paths []string) bool {
 	return ok && slices.Equal(prev, paths)
 }
 
+// splitPrims encodes whole-prim deletes as prims messages of at most limit bytes each.
+func splitPrims(epoch string, seq uint64, dels []core.PrimDelete, limit int) [][]byte {
+	var out [][]byte
+	lo, size := 0, 0
+	for i, d := range dels {
+		if size+len(d.Path)+24+256 > limit && i > lo {
+			out = append(out, encodePrims(primsMsg{Epoch: epoch, Seq: seq, Deletes: dels[lo:i]}))
+			lo, size = i, 0
+		}
+		size += len(d.Path) + 24
+	}
+	if len(dels) > lo {
+		out = append(out, encodePrims(primsMsg{Epoch: epoch, Seq: seq, Deletes: dels[lo:]}))
+	}
+	return out
+}
+
 // splitColumn encodes c as data messages of at most limit bytes each.
 func splitColumn(epoch string, seq uint64, c *core.ColumnChanges, limit int, memo pathMemo) ([][]byte, error) {
 	elem := c.DType.ElemBytes()
@@ -483,6 +567,11 @@ func splitColumn(epoch string, seq uint64, c *core.ColumnChanges, limit int, mem
 			vbytes = elem
 			if c.IsArray {
 				vbytes = int(c.Lengths[l]) * elem
+			}
+		}
+		if c.Tokens != nil { // the token strings travel too
+			for _, t := range c.Tokens[v/8 : (v+vbytes)/8] {
+				entry += len(t) + 2
 			}
 		}
 		if entry+vbytes+256 > limit {
@@ -525,6 +614,7 @@ func (p *Publisher) Close() {
 		close(p.closing)
 		stop := time.AfterFunc(p.flush, func() { close(p.abort) })
 		<-p.done
+		<-p.snapDone
 		if stop.Stop() {
 			close(p.abort)
 		}

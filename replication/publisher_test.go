@@ -28,7 +28,7 @@ func TestResendStoresEachMessageOnceInOrder(t *testing.T) {
 		msgs[i] = message{subject: pub.n.data, id: fmt.Sprintf("test.%d", i), data: []byte{byte(i)}}
 	}
 	ctx := context.Background()
-	last := pub.claimSeq
+	last := pub.startSeq
 	for _, m := range msgs[:2] { // these two reached the stream
 		ack, err := pub.js.Publish(ctx, m.subject, m.data, jetstream.WithMsgID(m.id), jetstream.WithExpectLastSequence(last))
 		require.NoError(t, err)
@@ -42,9 +42,9 @@ func TestResendStoresEachMessageOnceInOrder(t *testing.T) {
 	require.Empty(t, w.flights)
 	info, err := pub.stream.Info(ctx)
 	require.NoError(t, err)
-	require.Equal(t, pub.claimSeq+4, info.State.LastSeq, "each message stored once")
+	require.Equal(t, pub.startSeq+4, info.State.LastSeq, "each message stored once")
 	for i := range msgs {
-		m, err := pub.stream.GetMsg(ctx, pub.claimSeq+uint64(i)+1)
+		m, err := pub.stream.GetMsg(ctx, pub.startSeq+uint64(i)+1)
 		require.NoError(t, err)
 		require.Equal(t, msgs[i].data, m.Data, "message %d in order", i)
 	}

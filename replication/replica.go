@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -31,8 +32,11 @@ type ReplicaStatus struct {
 	PrimaryOrdinal uint64  `json:"primary_ordinal"`
 	LagOrdinals    uint64  `json:"lag_ordinals"`
 	LagSeconds     float64 `json:"lag_seconds"`
-	Failed         bool    `json:"failed"`
-	LastError      string  `json:"last_error"`
+	// SnapshotOrdinal is the floor of the snapshot the replica started from (0: none, it
+	// read the stream from its start).
+	SnapshotOrdinal uint64 `json:"snapshot_ordinal"`
+	Failed          bool   `json:"failed"`
+	LastError       string `json:"last_error"`
 }
 
 // Replica applies a published stage's advances to a local stage, in order, through the
@@ -126,6 +130,9 @@ func StartReplica(s *core.Stage, url, name string) (_ *Replica, err error) {
 		}
 		return nil, fmt.Errorf("looking up stream %s on %s: %w", n.stream, r.st.URL, err)
 	}
+	if err := r.catchUp(ctx, js); err != nil {
+		return nil, err
+	}
 	cons, err := r.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{n.data, n.floor}})
 	if err != nil {
 		return nil, fmt.Errorf("subscribing to stream %s: %w", n.stream, err)
@@ -176,6 +183,18 @@ func (r *Replica) applyMessage(b []byte) (err error) {
 		}
 		if err := r.applyColumn(&m.Changes, known); err != nil {
 			return fmt.Errorf("applying %s of advance %d: %w", m.Changes.Attribute, m.Seq, err)
+		}
+		r.parts++
+	case kindPrims:
+		m, err := decodePrims(rd)
+		if err != nil {
+			return err
+		}
+		if skip, err := r.admit(m.Epoch, m.Seq); skip || err != nil {
+			return err
+		}
+		if err := r.deletePrims(m.Deletes); err != nil {
+			return fmt.Errorf("deleting prims of advance %d: %w", m.Seq, err)
 		}
 		r.parts++
 	case kindFloor:
@@ -275,6 +294,17 @@ func (r *Replica) query(paths []string) (uint64, func(), error) {
 
 // applyColumn writes and deletes c's entries at their ordinals, lowest first.
 func (r *Replica) applyColumn(c *core.ColumnChanges, known *knownPaths) error {
+	if c.Tokens != nil { // token ids of the primary: this stage's ids of the same strings
+		vals := make([]byte, len(c.Values))
+		for i, str := range c.Tokens {
+			tok, err := r.stage.Dictionary().InternToken(str)
+			if err != nil {
+				return fmt.Errorf("token %q: %w", str, err)
+			}
+			binary.LittleEndian.PutUint64(vals[8*i:], uint64(tok))
+		}
+		c.Values = vals
+	}
 	elem := int64(c.DType.ElemBytes())
 	offs := make([]int64, len(c.Paths)) // value offset, lengths index packed below
 	lens := make([]int64, len(c.Paths))
@@ -412,6 +442,34 @@ func (r *Replica) delete(c *core.ColumnChanges, ordinal uint64, idx []int) error
 		return err
 	}
 	r.pending = append(r.pending, pendingOp{op: op, done: release})
+	return nil
+}
+
+// deletePrims deletes whole prims at their ordinals, lowest first. An advance's prim deletes
+// come before its column changes (every change it carries for such a prim lies at or above
+// the delete); a snapshot's after its rows (the delete is then the prim's last change).
+func (r *Replica) deletePrims(dels []core.PrimDelete) error {
+	byOrdinal := map[uint64][]string{}
+	for _, d := range dels {
+		byOrdinal[d.Ordinal] = append(byOrdinal[d.Ordinal], d.Path)
+	}
+	ordinals := make([]uint64, 0, len(byOrdinal))
+	for o := range byOrdinal {
+		ordinals = append(ordinals, o)
+	}
+	sort.Slice(ordinals, func(i, j int) bool { return ordinals[i] < ordinals[j] })
+	for _, o := range ordinals {
+		q, release, err := r.query(byOrdinal[o])
+		if err != nil {
+			return err
+		}
+		op, err := r.stage.DeleteAttributes(core.DeleteRequest{Query: q, Ordinal: o})
+		if err != nil {
+			release()
+			return err
+		}
+		r.pending = append(r.pending, pendingOp{op: op, done: release})
+	}
 	return nil
 }
 

@@ -75,13 +75,20 @@ func follow(t *testing.T, s *core.Stage) func(uint64) (visible, bool) {
 // mirrorOf starts a replica of name on url into a new stage, following what it seals.
 func mirrorOf(t *testing.T, url, name string) (func(uint64) (visible, bool), *Replica) {
 	t.Helper()
+	_, seen, rep := newMirror(t, url, name)
+	return seen, rep
+}
+
+// newMirror is mirrorOf with the replica's stage.
+func newMirror(t *testing.T, url, name string) (*core.Stage, func(uint64) (visible, bool), *Replica) {
+	t.Helper()
 	mirror := core.NewStage(name, core.Config{})
 	t.Cleanup(mirror.Destroy)
 	seen := follow(t, mirror)
 	rep, err := StartReplica(mirror, url, name)
 	require.NoError(t, err)
 	t.Cleanup(rep.Close) // before the stage's Destroy (cleanups run last first)
-	return seen, rep
+	return mirror, seen, rep
 }
 
 func hostF32(vals []float32) []tensor.Tensor {
@@ -147,15 +154,30 @@ func TestReplicaSealsWhatThePrimarySealed(t *testing.T) {
 
 	seen, rep := mirrorOf(t, pub.URL(), "prim")
 
-	rng := rand.New(rand.NewPCG(1, 2))
+	const last = 30
+	states := randomAdvances(t, primary, rand.New(rand.NewPCG(1, 2)), visible{}, 1, last)
+	waitFor(t, "the replica to apply every advance", func() bool { return rep.Status().Ordinal == last })
+	requireSealed(t, states, seen, 1, last)
+	st := rep.Status()
+	require.Equal(t, uint64(last), st.PrimaryOrdinal)
+	require.Zero(t, st.LagOrdinals)
+	require.Empty(t, st.LastError)
+	ps := pub.Status()
+	require.Equal(t, uint64(last), ps.Ordinal)
+	require.Zero(t, ps.Dropped)
+}
+
+// randomAdvances drives random sparse fixed ("temp") and ragged ("pts") writes and deletes
+// of 24 prims on s at ordinals first..last, advancing every floor after each; it updates
+// model (the sealed values) and returns it as it was at each of those floors.
+func randomAdvances(t *testing.T, s *core.Stage, rng *rand.Rand, model visible, first, last uint64) map[uint64]visible {
+	t.Helper()
 	var paths []string
 	for i := range 24 {
 		paths = append(paths, "/World/p"+string(rune('a'+i)))
 	}
-	model := visible{}
 	states := map[uint64]visible{}
-	const last = 30
-	for o := uint64(1); o <= last; o++ {
+	for o := first; o <= last; o++ {
 		for _, attr := range []string{"temp", "pts"} {
 			var pick []string
 			for _, p := range paths {
@@ -166,18 +188,17 @@ func TestReplicaSealsWhatThePrimarySealed(t *testing.T) {
 			if len(pick) == 0 {
 				continue
 			}
-			q := queryOf(t, primary, pick)
+			q := queryOf(t, s, pick)
 			if rng.IntN(4) == 0 && o > 1 {
-				tok, _ := primary.Dictionary().InternToken(attr)
-				op, err := primary.DeleteAttributes(core.DeleteRequest{Query: q, Tokens: []uint64{tok}, Ordinal: o})
-				must(t, primary, op, err)
+				tok, _ := s.Dictionary().InternToken(attr)
+				op, err := s.DeleteAttributes(core.DeleteRequest{Query: q, Tokens: []uint64{tok}, Ordinal: o})
+				must(t, s, op, err)
 				for _, p := range pick {
 					delete(model[attr], p)
 				}
 				continue
 			}
 			var ts []tensor.Tensor
-			var keep [][]float32
 			flat := make([]float32, len(pick))
 			for i, p := range pick {
 				if attr == "temp" {
@@ -189,44 +210,41 @@ func TestReplicaSealsWhatThePrimarySealed(t *testing.T) {
 				for k := range row {
 					row[k] = rng.Float32()
 				}
-				keep = append(keep, row)
 				ts = append(ts, tensor.Tensor{Data: unsafe.Pointer(&row[0]), DeviceType: tensor.DeviceCPU, DType: f32, Shape: []int64{int64(len(row))}})
 				model.set(attr, p, string(bytesOf(row)))
 			}
 			if attr == "temp" {
 				ts = []tensor.Tensor{{Data: unsafe.Pointer(&flat[0]), DeviceType: tensor.DeviceCPU, DType: f32, Shape: []int64{int64(len(flat))}}}
 			}
-			op, err := primary.WriteAttribute(core.WriteRequest{Query: q, AttrName: attr, Ordinal: o, Tensors: ts, IsArray: attr == "pts"})
-			must(t, primary, op, err)
-			_ = keep
+			op, err := s.WriteAttribute(core.WriteRequest{Query: q, AttrName: attr, Ordinal: o, Tensors: ts, IsArray: attr == "pts"})
+			must(t, s, op, err)
 		}
-		op, err := primary.AdvanceWriteFloor(o, core.ScopeAll, nil)
-		must(t, primary, op, err)
+		op, err := s.AdvanceWriteFloor(o, core.ScopeAll, nil)
+		must(t, s, op, err)
 		states[o] = model.clone()
 	}
-	waitFor(t, "the replica to apply every advance", func() bool { return rep.Status().Ordinal == last })
-	for o := uint64(1); o <= last; o++ {
+	return states
+}
+
+// requireSealed checks that the replica sealed the model's values at each floor first..last.
+func requireSealed(t *testing.T, states map[uint64]visible, seen func(uint64) (visible, bool), first, last uint64) {
+	t.Helper()
+	for o := first; o <= last; o++ {
 		got, ok := seen(o)
 		require.True(t, ok, "replica advanced to %d", o)
-		for a, m := range states[o] {
-			if len(m) == 0 {
-				delete(states[o], a)
-			}
-		}
-		for a, m := range got {
-			if len(m) == 0 {
-				delete(got, a)
-			}
-		}
-		require.Equal(t, states[o], got, "sealed values at %d", o)
+		require.Equal(t, nonEmpty(states[o]), nonEmpty(got), "sealed values at %d", o)
 	}
-	st := rep.Status()
-	require.Equal(t, uint64(last), st.PrimaryOrdinal)
-	require.Zero(t, st.LagOrdinals)
-	require.Empty(t, st.LastError)
-	ps := pub.Status()
-	require.Equal(t, uint64(last), ps.Ordinal)
-	require.Zero(t, ps.Dropped)
+}
+
+// nonEmpty is v without attributes that hold no values.
+func nonEmpty(v visible) visible {
+	out := visible{}
+	for a, m := range v {
+		if len(m) > 0 {
+			out[a] = m
+		}
+	}
+	return out
 }
 
 // TestStageNameClashAndMissingStream: a second publisher of a name is refused while the first

@@ -87,6 +87,9 @@ class PublisherStatus:
     bytes: int
     #: Advances dropped because the queue was full (replicas stop at such a gap).
     dropped: int
+    #: Snapshots stored, and the floor of the newest one.
+    snapshots: int
+    snapshot_ordinal: int
     #: The newest failure ("" once publishing succeeds again).
     last_error: str
 
@@ -106,6 +109,9 @@ class ReplicaStatus:
     lag_ordinals: int
     #: How much earlier the primary sealed the applied advance than its newest one.
     lag_seconds: float
+    #: The floor of the snapshot the replica started from (0: it read the stream from its
+    #: start).
+    snapshot_ordinal: int
     #: The replica stopped applying (a gap or a failed write); last_error says why.
     failed: bool
     last_error: str
@@ -136,6 +142,20 @@ class Publisher:
             f"advance to {ordinal} not published",
         )
 
+    def snapshot(self, timeout: float = 30.0) -> PublisherStatus:
+        """Store a snapshot of the stage's sealed state now (taken by an advance that raises no
+        floor) and wait until it is stored; replicas that start after the stream dropped the
+        advances they lack begin from the newest snapshot. Raises :class:`ReplicationError`."""
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if self._id == 0:
+            raise ReplicationError(2, "the publisher is closed")
+        try:
+            call(native.SnapshotPublisher, self._id, float(timeout))
+        except OvstageError as exc:
+            raise ReplicationError(exc.code, exc.message) from None
+        return self.status
+
     def close(self) -> None:
         """Publish what is queued (a few seconds at most), release the name, disconnect, and
         stop the embedded server if this publisher started one. Idempotent."""
@@ -160,6 +180,10 @@ def publish(
     name: str | None = None,
     queue: int = 64,
     takeover: bool = False,
+    max_msgs: int = 0,
+    max_bytes: int = 0,
+    max_age: float = 0.0,
+    snapshot_every: int = 0,
 ) -> Publisher:
     """Publish what each floor advance of ``stage`` seals to the JetStream stream
     ``OVSTAGE_<name>`` (subjects ``ovstage.<name>.*``).
@@ -169,7 +193,11 @@ def publish(
     existing server or cluster (``nats://user:pass@host:4222``, ``tls://...``; credentials and
     TLS settings pass through). ``name`` defaults to the stage's name (letters, digits, ``_``,
     ``-``). ``queue`` bounds the advances waiting to be published. ``takeover`` replaces a
-    crashed publisher's claim on the name. Raises :class:`ReplicationError`.
+    crashed publisher's claim on the name. ``max_msgs``, ``max_bytes`` and ``max_age``
+    (seconds) limit the stream, which then drops its oldest messages (0: no limit);
+    ``snapshot_every`` stores a snapshot of the sealed state every that many advances (0: only
+    on :meth:`Publisher.snapshot`), from which a replica starts when the stream no longer
+    holds the advances it lacks. Raises :class:`ReplicationError`.
     """
     if not isinstance(stage, Stage):
         raise TypeError(f"stage must be an ovstage.Stage, got {type(stage).__name__}")
@@ -179,10 +207,29 @@ def publish(
         raise TypeError(f"name must be a str or None, got {type(name).__name__}")
     if not isinstance(queue, int) or isinstance(queue, bool) or queue < 1:
         raise ValueError(f"queue must be a positive int, got {queue!r}")
+    for arg, value in (
+        ("max_msgs", max_msgs),
+        ("max_bytes", max_bytes),
+        ("snapshot_every", snapshot_every),
+    ):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{arg} must be an int >= 0, got {value!r}")
+    if not isinstance(max_age, (int, float)) or isinstance(max_age, bool) or max_age < 0:
+        raise ValueError(f"max_age must be a number of seconds >= 0, got {max_age!r}")
     sid = stage._require_live("publish")
     directory = "" if storage_dir is None else os.fspath(storage_dir)
     pid = _start(
-        native.StartPublisher, sid, url or "", directory, name or "", queue, bool(takeover)
+        native.StartPublisher,
+        sid,
+        url or "",
+        directory,
+        name or "",
+        queue,
+        bool(takeover),
+        max_msgs,
+        max_bytes,
+        float(max_age),
+        snapshot_every,
     )
     return Publisher(stage, pid)
 

@@ -5,6 +5,8 @@ of the same size, measured in the same run (the Go benchmark ``replication/
 throughput_bench_test.go``). Each size runs 3 times; the figures are the median ratio and the
 spread.
 
+Also the cost of a snapshot (``replication/snapshot_bench_test.go``) against one advance.
+
 Usage: ``python tests/bench/bench_replication.py`` (``--quick``: 10k prims only, one run).
 """
 
@@ -56,6 +58,13 @@ def main() -> None:
             statistics.median(r["MB/s-replicated"] for r in runs),
             "MB/s",
         )
+    # Snapshots (replication/snapshot_bench_test.go): storing one, and a late replica starting
+    # from it, each as a ratio of one ordinary advance of the same bytes; no target.
+    snaps = [run("BenchmarkSnapshot100k") for _ in range(rounds)]
+    for metric in ("snapshot/advance", "start/advance"):
+        vals = [r[metric] for r in snaps]
+        spread = f" (runs {min(vals):.2f}..{max(vals):.2f})" if len(vals) > 1 else ""
+        figure(f"100k prims: {metric}{spread}", statistics.median(vals), "")
 
 
 if __name__ == "__main__":

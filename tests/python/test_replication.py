@@ -36,10 +36,16 @@ def _write_random(stage: ovstage.Stage, rng: np.random.Generator, ordinal: int) 
             else:
                 rows = [rng.random(int(rng.integers(1, 5))).astype(np.float32) for _ in pick]
                 stage.write_attribute(q, attr, ordinal, rows, is_array=True).wait()
+    if ordinal > 2 and rng.random() < 0.3:  # a whole prim ends
+        with (
+            d.create_path_list_from_strings([str(rng.choice(PATHS))]) as lst,
+            stage.query_from_path_list(lst) as q,
+        ):
+            stage.delete_attributes(q, [], ordinal).wait()
     stage.advance_write_floor(ordinal).wait()
 
 
-def _spawn_reader(url: str, name: str, ordinal: int) -> subprocess.Popen[str]:
+def _spawn_reader(url: str, name: str, ordinal: int, *extra: str) -> subprocess.Popen[str]:
     path = [str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in path if p))
     return subprocess.Popen(
@@ -51,6 +57,7 @@ def _spawn_reader(url: str, name: str, ordinal: int) -> subprocess.Popen[str]:
             str(ordinal),
             json.dumps(PATHS),
             json.dumps(ATTRS),
+            *extra,
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -72,7 +79,7 @@ def test_replica_process_matches_primary(tmp_path: Path) -> None:
         out, err = child.communicate(timeout=60)
         assert child.returncode == 0, err
         got = json.loads(out)
-        assert got["status"] == {"ordinal": 20, "lag": 0}
+        assert got["status"] == {"ordinal": 20, "lag": 0, "snapshot_ordinal": 0}
         want = snapshot(stage, PATHS, ATTRS, 20)
         assert want["temp"] and want["pts"]  # the comparison has values in it
         assert any(c[2] for c in want["changes"])  # and tombstones
@@ -97,6 +104,57 @@ def test_replica_killed_mid_stream_and_restarted_converges(tmp_path: Path) -> No
         got = json.loads(out)
         del got["status"]
         assert got == snapshot(stage, PATHS, ATTRS, 25)
+
+
+def test_late_replica_process_converges_via_snapshot(tmp_path: Path) -> None:
+    rng = np.random.default_rng(13)
+    with (
+        ovstage.Stage("repl_snap") as stage,
+        repl.publish(stage, storage_dir=tmp_path, max_msgs=12, snapshot_every=3) as pub,
+    ):
+        for o in range(1, 41):
+            _write_random(stage, rng, o)
+        st = pub.wait_published(40)
+        assert st.snapshots > 0
+        # The stream of 12 messages lost the first advances: the replica needs the snapshot.
+        child = _spawn_reader(pub.url, "repl_snap", 40, "after-snapshot")
+        out, err = child.communicate(timeout=60)
+        assert child.returncode == 0, err
+        got = json.loads(out)
+        status = got.pop("status")
+        assert status["ordinal"] == 40 and status["lag"] == 0
+        first = status["snapshot_ordinal"] + 1
+        assert 2 < first <= 40  # started from a snapshot, not the (truncated) stream
+        want = snapshot(stage, PATHS, ATTRS, 40, first)
+        assert want["temp"] and want["pts"]
+        assert got == want
+
+
+def test_snapshot_on_request_and_bad_limits() -> None:
+    with ovstage.Stage("repl_ask") as stage:
+        with pytest.raises(ValueError, match="max_msgs"):
+            repl.publish(stage, max_msgs=-1)
+        with pytest.raises(ValueError, match="max_age"):
+            repl.publish(stage, max_age=-1.0)
+        with repl.publish(stage, max_msgs=6) as pub:
+            rng = np.random.default_rng(17)
+            for o in range(1, 11):
+                _write_random(stage, rng, o)
+            pub.wait_published(10)
+            assert pub.status.snapshots == 0
+            st = pub.snapshot(timeout=20)
+            assert st.snapshots == 1 and st.snapshot_ordinal == 10
+            with pytest.raises(ValueError, match="timeout"):
+                pub.snapshot(timeout=0)
+            with repl.Replica(pub.url, "repl_ask") as replica:
+                rst = replica.wait_ordinal(10, timeout=30)
+                assert rst.snapshot_ordinal == 10
+                # Latest values (the history before a snapshot is not replicated).
+                got, want = (
+                    snapshot(replica.stage, PATHS, ATTRS, 10),
+                    snapshot(stage, PATHS, ATTRS, 10),
+                )
+                assert {a: got[a] for a in ATTRS} == {a: want[a] for a in ATTRS}
 
 
 def test_clear_errors() -> None:
