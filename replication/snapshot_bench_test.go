@@ -24,32 +24,7 @@ func BenchmarkSnapshot100k(b *testing.B) {
 
 func measureSnapshot(b *testing.B, prims int) {
 	name := fmt.Sprintf("snapbench%d", prims)
-	primary := core.NewStage(name, core.Config{})
-	defer primary.Destroy()
-	pub, err := Publish(primary, PublishOptions{StorageDir: b.TempDir(), MaxMsgs: 2})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pub.Close()
-	live := core.NewStage(name, core.Config{})
-	defer live.Destroy()
-	rep, err := StartReplica(live, pub.URL(), name)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rep.Close()
-	paths := make([]string, prims)
-	for i := range paths {
-		paths[i] = fmt.Sprintf("/World/env%d/p%d", i/1000, i)
-	}
-	list, err := primary.Dictionary().CreateListFromStrings(paths)
-	if err != nil {
-		b.Fatal(err)
-	}
-	q, err := primary.QueryFromPathList(list)
-	if err != nil {
-		b.Fatal(err)
-	}
+	primary, pub, rep, q := benchPrimaryAndReplica(b, name, PublishOptions{StorageDir: b.TempDir(), MaxMsgs: 2}, benchPaths(prims))
 	vals := make([]float32, 3*prims)
 	dt := tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 3}
 	payload := float64(prims * 12)

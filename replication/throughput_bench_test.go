@@ -36,32 +36,8 @@ func benchReplication(b *testing.B, prims, ordinals int) {
 
 func measureReplication(b *testing.B, prims, ordinals int) (pubRate, repRate, rawRate float64) {
 	name := fmt.Sprintf("bench%d", prims)
-	primary := core.NewStage(name, core.Config{})
-	defer primary.Destroy()
-	pub, err := Publish(primary, PublishOptions{StorageDir: b.TempDir(), Queue: ordinals + 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pub.Close()
-	mirror := core.NewStage(name, core.Config{})
-	defer mirror.Destroy()
-	rep, err := StartReplica(mirror, pub.URL(), name)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rep.Close()
-	paths := make([]string, prims)
-	for i := range paths {
-		paths[i] = fmt.Sprintf("/World/env%d/p%d", i/1000, i)
-	}
-	list, err := primary.Dictionary().CreateListFromStrings(paths)
-	if err != nil {
-		b.Fatal(err)
-	}
-	q, err := primary.QueryFromPathList(list)
-	if err != nil {
-		b.Fatal(err)
-	}
+	paths := benchPaths(prims)
+	primary, pub, rep, q := benchPrimaryAndReplica(b, name, PublishOptions{StorageDir: b.TempDir(), Queue: ordinals + 1}, paths)
 	vals := make([]float32, 3*prims)
 	dt := tensor.DType{Code: tensor.CodeFloat, Bits: 32, Lanes: 3}
 	payload := float64(ordinals * prims * 12)
@@ -136,4 +112,42 @@ func benchWait[T any](b *testing.B, cond func() bool, state func() T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// benchPrimaryAndReplica starts a primary stage of `name` published with opt, a replica of
+// it in this process, and a query of paths on the primary; all end with the run.
+func benchPrimaryAndReplica(b *testing.B, name string, opt PublishOptions, paths []string) (*core.Stage, *Publisher, *Replica, uint64) {
+	b.Helper()
+	primary := core.NewStage(name, core.Config{})
+	b.Cleanup(primary.Destroy)
+	pub, err := Publish(primary, opt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pub.Close)
+	mirror := core.NewStage(name, core.Config{})
+	b.Cleanup(mirror.Destroy)
+	rep, err := StartReplica(mirror, pub.URL(), name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(rep.Close)
+	list, err := primary.Dictionary().CreateListFromStrings(paths)
+	if err != nil {
+		b.Fatal(err)
+	}
+	q, err := primary.QueryFromPathList(list)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return primary, pub, rep, q
+}
+
+// benchPaths names `prims` prims, a thousand under each environment.
+func benchPaths(prims int) []string {
+	paths := make([]string, prims)
+	for i := range paths {
+		paths[i] = fmt.Sprintf("/World/env%d/p%d", i/1000, i)
+	}
+	return paths
 }
